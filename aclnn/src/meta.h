@@ -19,8 +19,8 @@ struct aclTensor {
   void* data = nullptr;  // storage base
 
   int64_t dim() const { return static_cast<int64_t>(view_dims.size()); }
-  int64_t numel() const;         // product of view dims (validated not to overflow at creation)
-  bool is_contiguous() const;    // row-major dense strides (size-1 dims ignored)
+  int64_t numel() const;       // product of view dims (validated not to overflow at creation)
+  bool is_contiguous() const;  // row-major dense strides (size-1 dims ignored)
 };
 
 struct aclIntArray {

@@ -47,7 +47,8 @@ ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void* hostPtr);
  * null, and when a pointer the runtime allocated is too small for `count`. */
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                                          aclrtMemcpyKind kind);
-ACL_FUNC_VISIBILITY aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count);
+ACL_FUNC_VISIBILITY aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value,
+                                         size_t count);
 
 #ifdef __cplusplus
 }

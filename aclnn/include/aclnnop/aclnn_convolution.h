@@ -18,17 +18,13 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnConvolutionGetWorkspaceSize(
     int8_t cubeMathType, uint64_t* workspaceSize, aclOpExecutor** executor);
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnConvolution(void* workspace, uint64_t workspaceSize,
-                                                 aclOpExecutor* executor,
-                                                 const aclrtStream stream);
+                                                 aclOpExecutor* executor, const aclrtStream stream);
 
-/* self [T, B, C_in], weight [K, C_in, C_out], bias [C_out] -> output [T + 2*pad + 1 - K, B, C_out]. */
-ACL_FUNC_VISIBILITY aclnnStatus aclnnConvTbcGetWorkspaceSize(const aclTensor* self,
-                                                             const aclTensor* weight,
-                                                             const aclTensor* bias,
-                                                             const int64_t pad, aclTensor* output,
-                                                             int8_t cubeMathType,
-                                                             uint64_t* workspaceSize,
-                                                             aclOpExecutor** executor);
+/* self [T, B, C_in], weight [K, C_in, C_out], bias [C_out] -> output [T + 2*pad + 1 - K, B, C_out].
+ */
+ACL_FUNC_VISIBILITY aclnnStatus aclnnConvTbcGetWorkspaceSize(
+    const aclTensor* self, const aclTensor* weight, const aclTensor* bias, const int64_t pad,
+    aclTensor* output, int8_t cubeMathType, uint64_t* workspaceSize, aclOpExecutor** executor);
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnConvTbc(void* workspace, uint64_t workspaceSize,
                                              aclOpExecutor* executor, const aclrtStream stream);

@@ -1,0 +1,420 @@
+// aclTensor, arrays, scalars and the executor registry behind the aclnn two-phase API.
+#include "meta.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "error.h"
+
+namespace aclnn_cpu {
+namespace {
+
+constexpr uint64_t kMaxDims = 8;  // CANN's limit on tensor rank
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * std::max<int64_t>(dims[i], 1);
+  return strides;
+}
+
+struct ExecutorRegistry {
+  std::mutex mutex;
+  std::set<aclOpExecutor*> live;
+};
+
+ExecutorRegistry& executors() {
+  static ExecutorRegistry* r = new ExecutorRegistry;
+  return *r;
+}
+
+// Takes a live executor out of the registry when it is to be consumed; otherwise leaves it.
+aclOpExecutor* find_live(aclOpExecutor* e, bool consume) {
+  auto& r = executors();
+  std::lock_guard lock(r.mutex);
+  auto it = r.live.find(e);
+  if (it == r.live.end()) return nullptr;
+  if (consume) r.live.erase(it);
+  return e;
+}
+
+// Builds a C array the caller frees with delete[] (CANN's getter contract).
+aclnnStatus copy_out(const std::vector<int64_t>& v, int64_t** out, uint64_t* n) {
+  *out = new int64_t[v.size()];
+  std::copy(v.begin(), v.end(), *out);
+  *n = v.size();
+  return ACLNN_SUCCESS;
+}
+
+// The three aclCreate*Array functions: copy `size` values (value may be null only when size is 0).
+template <typename Array, typename Elem>
+Array* create_array(const char* api, const Elem* value, uint64_t size) {
+  Array* result = nullptr;
+  guard_aclnn(api, [&] {
+    check(value != nullptr || size == 0, ACLNN_ERR_PARAM_NULLPTR, "value is null but size is ",
+          size);
+    auto a = std::make_unique<Array>();
+    a->values.assign(value, value + size);
+    result = a.release();
+    return ACLNN_SUCCESS;
+  });
+  return result;
+}
+
+}  // namespace
+
+size_t dtype_size(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+    case ACL_INT32:
+    case ACL_UINT32:
+      return 4;
+    case ACL_FLOAT16:
+    case ACL_BF16:
+    case ACL_INT16:
+    case ACL_UINT16:
+      return 2;
+    case ACL_DOUBLE:
+    case ACL_INT64:
+    case ACL_UINT64:
+    case ACL_COMPLEX64:
+      return 8;
+    case ACL_INT8:
+    case ACL_UINT8:
+    case ACL_BOOL:
+      return 1;
+    case ACL_COMPLEX128:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+const char* dtype_name(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      return "FLOAT";
+    case ACL_FLOAT16:
+      return "FLOAT16";
+    case ACL_BF16:
+      return "BFLOAT16";
+    case ACL_DOUBLE:
+      return "DOUBLE";
+    case ACL_INT8:
+      return "INT8";
+    case ACL_INT16:
+      return "INT16";
+    case ACL_INT32:
+      return "INT32";
+    case ACL_INT64:
+      return "INT64";
+    case ACL_UINT8:
+      return "UINT8";
+    case ACL_UINT16:
+      return "UINT16";
+    case ACL_UINT32:
+      return "UINT32";
+    case ACL_UINT64:
+      return "UINT64";
+    case ACL_BOOL:
+      return "BOOL";
+    case ACL_STRING:
+      return "STRING";
+    case ACL_COMPLEX64:
+      return "COMPLEX64";
+    case ACL_COMPLEX128:
+      return "COMPLEX128";
+    case ACL_DT_UNDEFINED:
+      return "UNDEFINED";
+  }
+  return "UNKNOWN";
+}
+
+const char* format_name(aclFormat format) {
+  switch (format) {
+    case ACL_FORMAT_NCHW:
+      return "NCHW";
+    case ACL_FORMAT_NHWC:
+      return "NHWC";
+    case ACL_FORMAT_ND:
+      return "ND";
+    case ACL_FORMAT_NCDHW:
+      return "NCDHW";
+    case ACL_FORMAT_NDHWC:
+      return "NDHWC";
+    case ACL_FORMAT_NCL:
+      return "NCL";
+    case ACL_FORMAT_NC:
+      return "NC";
+    case ACL_FORMAT_HWCN:
+      return "HWCN";
+    case ACL_FORMAT_UNDEFINED:
+      return "UNDEFINED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+aclOpExecutor* register_executor(aclOpExecutor* executor) {
+  auto& r = executors();
+  std::lock_guard lock(r.mutex);
+  r.live.insert(executor);
+  return executor;
+}
+
+aclnnStatus launch(const char* api, void* workspace, uint64_t workspace_size,
+                   aclOpExecutor* executor, aclrtStream stream) {
+  return guard_aclnn(api, [&] {
+    check(executor != nullptr, ACLNN_ERR_PARAM_NULLPTR, "executor is null");
+    // Peek first: a failed launch (bad workspace or stream) leaves the executor usable.
+    check(find_live(executor, false) != nullptr, ACLNN_ERR_PARAM_INVALID, "executor ", executor,
+          " is not live: it was already consumed by a launch (call aclSetAclOpExecutorRepeatable "
+          "to launch it again) or destroyed");
+    check(executor->api == api, ACLNN_ERR_PARAM_INVALID, "executor was made by ", executor->api,
+          "GetWorkspaceSize, not by ", api, "GetWorkspaceSize");
+    check(workspace_size >= executor->workspace_bytes, ACLNN_ERR_PARAM_INVALID, "workspaceSize ",
+          workspace_size, " is smaller than the ", executor->workspace_bytes,
+          " bytes phase 1 asked for");
+    check(workspace != nullptr || executor->workspace_bytes == 0, ACLNN_ERR_PARAM_NULLPTR,
+          "workspace is null but ", executor->workspace_bytes, " bytes are needed");
+    check(stream_is_valid(stream), ACLNN_ERR_PARAM_INVALID, "stream ", stream,
+          " is not a live stream");
+    const bool consume = !executor->repeatable;
+    if (consume && find_live(executor, true) == nullptr) {
+      fail(ACLNN_ERR_PARAM_INVALID, "executor was consumed concurrently by another launch");
+    }
+    struct Deleter {
+      aclOpExecutor* e;
+      ~Deleter() { delete e; }
+    } deleter{consume ? executor : nullptr};
+    executor->run(workspace);
+    return ACLNN_SUCCESS;
+  });
+}
+
+}  // namespace aclnn_cpu
+
+int64_t aclTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : view_dims) n *= d;
+  return n;
+}
+
+bool aclTensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = view_dims.size(); i-- > 0;) {
+    if (view_dims[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= view_dims[i];
+  }
+  return true;
+}
+
+using namespace aclnn_cpu;
+
+extern "C" {
+
+size_t aclDataTypeSize(aclDataType dataType) {
+  return dtype_size(dataType);
+}
+
+aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                           const int64_t* stride, int64_t offset, aclFormat format,
+                           const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData) {
+  aclTensor* result = nullptr;
+  guard_aclnn("aclCreateTensor", [&] {
+    check(viewDims != nullptr || viewDimsNum == 0, ACLNN_ERR_PARAM_NULLPTR,
+          "viewDims is null but viewDimsNum is ", viewDimsNum);
+    check(storageDims != nullptr || storageDimsNum == 0, ACLNN_ERR_PARAM_NULLPTR,
+          "storageDims is null but storageDimsNum is ", storageDimsNum);
+    check(viewDimsNum <= kMaxDims && storageDimsNum <= kMaxDims, ACLNN_ERR_PARAM_INVALID,
+          "viewDimsNum ", viewDimsNum, " / storageDimsNum ", storageDimsNum,
+          " exceed the maximum rank ", kMaxDims);
+    // Shapes are stored as given (even negative or overflowing): like CANN, the operator's phase 1
+    // judges them and names the offending parameter.
+    auto t = std::make_unique<aclTensor>();
+    t->view_dims.assign(viewDims, viewDims + viewDimsNum);
+    t->storage_dims.assign(storageDims, storageDims + storageDimsNum);
+    t->strides = stride ? std::vector<int64_t>(stride, stride + viewDimsNum)
+                        : contiguous_strides(t->view_dims);
+    t->offset = offset;
+    t->dtype = dataType;
+    t->format = format;
+    t->data = tensorData;
+    result = t.release();
+    return ACLNN_SUCCESS;
+  });
+  return result;
+}
+
+aclScalar* aclCreateScalar(void* value, aclDataType dataType) {
+  aclScalar* result = nullptr;
+  guard_aclnn("aclCreateScalar", [&] {
+    check(value != nullptr, ACLNN_ERR_PARAM_NULLPTR, "value is null");
+    auto s = std::make_unique<aclScalar>();
+    s->dtype = dataType;
+    switch (dataType) {
+      case ACL_FLOAT:
+        s->value = *static_cast<const float*>(value);
+        break;
+      case ACL_DOUBLE:
+        s->value = *static_cast<const double*>(value);
+        break;
+      case ACL_INT32:
+        s->int_value = *static_cast<const int32_t*>(value);
+        break;
+      case ACL_INT64:
+        s->int_value = *static_cast<const int64_t*>(value);
+        break;
+      case ACL_INT8:
+        s->int_value = *static_cast<const int8_t*>(value);
+        break;
+      case ACL_UINT8:
+        s->int_value = *static_cast<const uint8_t*>(value);
+        break;
+      case ACL_BOOL:
+        s->int_value = *static_cast<const bool*>(value);
+        break;
+      default:
+        fail(ACLNN_ERR_PARAM_INVALID,
+             cat("dataType ", dtype_name(dataType), " (", static_cast<int>(dataType),
+                 ") is not supported for scalars"));
+    }
+    if (dataType != ACL_FLOAT && dataType != ACL_DOUBLE) s->value = double(s->int_value);
+    result = s.release();
+    return ACLNN_SUCCESS;
+  });
+  return result;
+}
+
+aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
+  return create_array<aclIntArray>("aclCreateIntArray", value, size);
+}
+aclFloatArray* aclCreateFloatArray(const float* value, uint64_t size) {
+  return create_array<aclFloatArray>("aclCreateFloatArray", value, size);
+}
+aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
+  return create_array<aclBoolArray>("aclCreateBoolArray", value, size);
+}
+
+aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size) {
+  aclTensorList* result = nullptr;
+  guard_aclnn("aclCreateTensorList", [&] {
+    check(value != nullptr || size == 0, ACLNN_ERR_PARAM_NULLPTR, "value is null but size is ",
+          size);
+    auto l = std::make_unique<aclTensorList>();
+    l->tensors.assign(value, value + size);
+    result = l.release();
+    return ACLNN_SUCCESS;
+  });
+  return result;
+}
+
+aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
+  delete tensor;
+  return ACLNN_SUCCESS;
+}
+aclnnStatus aclDestroyScalar(const aclScalar* scalar) {
+  delete scalar;
+  return ACLNN_SUCCESS;
+}
+aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
+  delete array;
+  return ACLNN_SUCCESS;
+}
+aclnnStatus aclDestroyFloatArray(const aclFloatArray* array) {
+  delete array;
+  return ACLNN_SUCCESS;
+}
+aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
+  delete array;
+  return ACLNN_SUCCESS;
+}
+aclnnStatus aclDestroyTensorList(const aclTensorList* array) {
+  delete array;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetViewShape(const aclTensor* tensor, int64_t** viewDims, uint64_t* viewDimsNum) {
+  if (!tensor || !viewDims || !viewDimsNum) return ACLNN_ERR_PARAM_NULLPTR;
+  return copy_out(tensor->view_dims, viewDims, viewDimsNum);
+}
+
+aclnnStatus aclGetStorageShape(const aclTensor* tensor, int64_t** storageDims,
+                               uint64_t* storageDimsNum) {
+  if (!tensor || !storageDims || !storageDimsNum) return ACLNN_ERR_PARAM_NULLPTR;
+  return copy_out(tensor->storage_dims, storageDims, storageDimsNum);
+}
+
+aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue,
+                              uint64_t* stridesNum) {
+  if (!tensor || !stridesValue || !stridesNum) return ACLNN_ERR_PARAM_NULLPTR;
+  return copy_out(tensor->strides, stridesValue, stridesNum);
+}
+
+aclnnStatus aclGetViewOffset(const aclTensor* tensor, int64_t* offset) {
+  if (!tensor || !offset) return ACLNN_ERR_PARAM_NULLPTR;
+  *offset = tensor->offset;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
+  if (!tensor || !format) return ACLNN_ERR_PARAM_NULLPTR;
+  *format = tensor->format;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetDataType(const aclTensor* tensor, aclDataType* dataType) {
+  if (!tensor || !dataType) return ACLNN_ERR_PARAM_NULLPTR;
+  *dataType = tensor->dtype;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
+  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
+  *size = array->values.size();
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetFloatArraySize(const aclFloatArray* array, uint64_t* size) {
+  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
+  *size = array->values.size();
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetBoolArraySize(const aclBoolArray* array, uint64_t* size) {
+  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
+  *size = array->values.size();
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetTensorListSize(const aclTensorList* tensorList, uint64_t* size) {
+  if (!tensorList || !size) return ACLNN_ERR_PARAM_NULLPTR;
+  *size = tensorList->tensors.size();
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
+  return guard_aclnn("aclSetAclOpExecutorRepeatable", [&] {
+    check(executor != nullptr, ACLNN_ERR_PARAM_NULLPTR, "executor is null");
+    check(find_live(executor, false) != nullptr, ACLNN_ERR_PARAM_INVALID, "executor ", executor,
+          " is not live (already consumed or destroyed)");
+    executor->repeatable = true;
+    return ACLNN_SUCCESS;
+  });
+}
+
+aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
+  return guard_aclnn("aclDestroyAclOpExecutor", [&] {
+    if (executor == nullptr) return ACLNN_SUCCESS;
+    check(find_live(executor, true) != nullptr, ACLNN_ERR_PARAM_INVALID, "executor ", executor,
+          " is not live (already consumed or destroyed)");
+    delete executor;
+    return ACLNN_SUCCESS;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,314 @@
+// The AscendCL runtime on the CPU: init/finalize, one device (the host), streams and memory.
+//
+// Every handle the runtime hands out is kept in a registry and looked up before use, so a stale,
+// repeated or uninitialised handle (CANN samples call aclrtDestroyStream/aclFinalize again on
+// their error paths, sometimes with a stream that was never created) yields an error code and a
+// message, never a crash. Streams execute at launch: aclnn phase 2 runs synchronously on the
+// calling thread, so by the time aclrtSynchronizeStream is called the work is done.
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "acl/acl.h"
+#include "error.h"
+#include "meta.h"
+
+namespace aclnn_cpu {
+namespace {
+
+constexpr int32_t kDeviceCount = 1;  // device 0 is the host CPU
+constexpr size_t kAlignment = 64;
+
+enum class AllocKind { Device, Host };
+struct Allocation {
+  size_t size;
+  AllocKind kind;
+};
+
+struct StreamImpl {
+  int32_t device;
+};
+
+struct Runtime {
+  std::mutex mutex;
+  bool initialized = false;
+  int32_t current_device = -1;  // process-wide (see aclrtSetDevice)
+  std::set<StreamImpl*> streams;
+  std::map<const char*, Allocation> allocations;  // keyed by base address
+};
+
+Runtime& runtime() {
+  static Runtime* r = new Runtime;  // never destroyed: handles may be released during exit
+  return *r;
+}
+
+// Runs a runtime API body under the error guard (aclError codes).
+template <typename Body>
+aclError guard_rt(const char* api, Body&& body) noexcept {
+  return guard(api, ACL_ERROR_BAD_ALLOC, ACL_ERROR_INTERNAL_ERROR, std::forward<Body>(body));
+}
+
+const char* kind_name(AllocKind k) {
+  return k == AllocKind::Device ? "aclrtMalloc" : "aclrtMallocHost";
+}
+
+// The allocation containing [p, p + count), if p lies inside one; throws when the range overruns.
+void check_range(const Runtime& r, const void* p, size_t count, const char* param) {
+  const char* c = static_cast<const char*>(p);
+  auto it = r.allocations.upper_bound(c);
+  if (it == r.allocations.begin()) return;  // not runtime memory: the caller vouches for it
+  --it;
+  const size_t start = static_cast<size_t>(c - it->first);
+  if (start >= it->second.size) return;  // past that allocation: not ours
+  check(count <= it->second.size - start, ACL_ERROR_INVALID_PARAM, param, " ", p, " lies in a ",
+        it->second.size, "-byte buffer from ", kind_name(it->second.kind), " at offset ", start,
+        ", so only ", it->second.size - start, " bytes are available but count is ", count);
+}
+
+aclError allocate(void** ptr, size_t size, AllocKind kind) {
+  check(ptr != nullptr, ACL_ERROR_INVALID_PARAM, "the output pointer is null");
+  check(size > 0, ACL_ERROR_INVALID_PARAM, "size is 0; allocate at least one byte");
+  check(size <= (size_t{1} << 46), ACL_ERROR_BAD_ALLOC, "size ", size,
+        " bytes exceeds the largest allocation (64 TiB)");
+  const size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  check(p != nullptr, ACL_ERROR_BAD_ALLOC, "cannot allocate ", size, " bytes");
+  auto& r = runtime();
+  std::lock_guard lock(r.mutex);
+  r.allocations[static_cast<const char*>(p)] = Allocation{size, kind};
+  *ptr = p;
+  return ACL_SUCCESS;
+}
+
+aclError release(void* ptr, AllocKind kind) {
+  check(ptr != nullptr, ACL_ERROR_INVALID_PARAM, "the pointer is null");
+  auto& r = runtime();
+  std::lock_guard lock(r.mutex);
+  auto it = r.allocations.find(static_cast<const char*>(ptr));
+  check(it != r.allocations.end(), ACL_ERROR_INVALID_PARAM, "pointer ", ptr,
+        " was not returned by ", kind_name(kind), " or was already freed");
+  check(it->second.kind == kind, ACL_ERROR_INVALID_PARAM, "pointer ", ptr, " was allocated by ",
+        kind_name(it->second.kind), "; free it with the matching function");
+  r.allocations.erase(it);
+  std::free(ptr);
+  return ACL_SUCCESS;
+}
+
+}  // namespace
+
+bool stream_is_valid(aclrtStream stream) {
+  if (stream == nullptr) return true;
+  auto& r = runtime();
+  std::lock_guard lock(r.mutex);
+  return r.streams.count(static_cast<StreamImpl*>(stream)) != 0;
+}
+
+}  // namespace aclnn_cpu
+
+using namespace aclnn_cpu;
+
+extern "C" {
+
+aclError aclInit(const char* configPath) {
+  return guard_rt("aclInit", [&] {
+    if (configPath != nullptr && configPath[0] != '\0') {
+      std::ifstream f(configPath);
+      check(f.good(), ACL_ERROR_INVALID_FILE, "configPath \"", configPath,
+            "\" cannot be opened; pass nullptr or an existing JSON file");
+    }
+    auto& r = runtime();
+    std::lock_guard lock(r.mutex);
+    check(!r.initialized, ACL_ERROR_REPEAT_INITIALIZE,
+          "already initialised; call aclFinalize before initialising again");
+    r.initialized = true;
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclFinalize(void) {
+  return guard_rt("aclFinalize", [&] {
+    auto& r = runtime();
+    std::lock_guard lock(r.mutex);
+    check(r.initialized, ACL_ERROR_REPEAT_FINALIZE, "not initialised (already finalised?)");
+    for (StreamImpl* s : r.streams) delete s;
+    r.streams.clear();
+    r.current_device = -1;
+    r.initialized = false;
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtGetVersion(int32_t* majorVersion, int32_t* minorVersion, int32_t* patchVersion) {
+  return guard_rt("aclrtGetVersion", [&] {
+    check(majorVersion && minorVersion && patchVersion, ACL_ERROR_INVALID_PARAM,
+          "every output pointer must be non-null");
+    *majorVersion = ACL_MAJOR_VERSION;
+    *minorVersion = ACL_MINOR_VERSION;
+    *patchVersion = ACL_PATCH_VERSION;
+    return ACL_SUCCESS;
+  });
+}
+
+const char* aclGetRecentErrMsg(void) {
+  return recent_error();
+}
+
+// The device binding is process-wide (CANN binds a context per thread); aclnn phase 2 may run on
+// worker threads, and the host is the only device, so a per-thread binding would add nothing.
+aclError aclrtSetDevice(int32_t deviceId) {
+  return guard_rt("aclrtSetDevice", [&] {
+    auto& r = runtime();
+    std::lock_guard lock(r.mutex);
+    check(r.initialized, ACL_ERROR_UNINITIALIZE, "call aclInit first");
+    check(deviceId >= 0 && deviceId < kDeviceCount, ACL_ERROR_RT_INVALID_DEVICEID, "deviceId ",
+          deviceId, " is invalid; this CPU runtime has ", kDeviceCount, " device (id 0)");
+    r.current_device = deviceId;
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtResetDevice(int32_t deviceId) {
+  return guard_rt("aclrtResetDevice", [&] {
+    check(deviceId >= 0 && deviceId < kDeviceCount, ACL_ERROR_RT_INVALID_DEVICEID, "deviceId ",
+          deviceId, " is invalid; this CPU runtime has ", kDeviceCount, " device (id 0)");
+    auto& r = runtime();
+    std::lock_guard lock(r.mutex);
+    // Resetting releases the device's streams; resetting again is harmless.
+    for (auto it = r.streams.begin(); it != r.streams.end();) {
+      if ((*it)->device == deviceId) {
+        delete *it;
+        it = r.streams.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (r.current_device == deviceId) r.current_device = -1;
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtGetDevice(int32_t* deviceId) {
+  return guard_rt("aclrtGetDevice", [&] {
+    check(deviceId != nullptr, ACL_ERROR_INVALID_PARAM, "deviceId is null");
+    auto& r = runtime();
+    std::lock_guard lock(r.mutex);
+    check(r.current_device >= 0, ACL_ERROR_RT_CONTEXT_NULL,
+          "no device is set; call aclrtSetDevice");
+    *deviceId = r.current_device;
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtGetDeviceCount(uint32_t* count) {
+  return guard_rt("aclrtGetDeviceCount", [&] {
+    check(count != nullptr, ACL_ERROR_INVALID_PARAM, "count is null");
+    *count = kDeviceCount;
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtGetRunMode(aclrtRunMode* runMode) {
+  return guard_rt("aclrtGetRunMode", [&] {
+    check(runMode != nullptr, ACL_ERROR_INVALID_PARAM, "runMode is null");
+    *runMode = ACL_HOST;
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtCreateStream(aclrtStream* stream) {
+  return guard_rt("aclrtCreateStream", [&] {
+    check(stream != nullptr, ACL_ERROR_INVALID_PARAM, "stream is null");
+    auto& r = runtime();
+    std::lock_guard lock(r.mutex);
+    check(r.current_device >= 0, ACL_ERROR_RT_CONTEXT_NULL,
+          "no device is set; call aclInit and aclrtSetDevice first");
+    auto* s = new StreamImpl{r.current_device};
+    r.streams.insert(s);
+    *stream = s;
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtDestroyStream(aclrtStream stream) {
+  return guard_rt("aclrtDestroyStream", [&] {
+    check(stream != nullptr, ACL_ERROR_INVALID_PARAM, "stream is null");
+    auto& r = runtime();
+    std::lock_guard lock(r.mutex);
+    auto it = r.streams.find(static_cast<StreamImpl*>(stream));
+    check(it != r.streams.end(), ACL_ERROR_INVALID_PARAM, "stream ", stream,
+          " is not a live stream (already destroyed, released by aclrtResetDevice/aclFinalize, or "
+          "never created)");
+    delete *it;
+    r.streams.erase(it);
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream) {
+  return guard_rt("aclrtSynchronizeStream", [&] {
+    check(stream_is_valid(stream), ACL_ERROR_INVALID_PARAM, "stream ", stream,
+          " is not a live stream");
+    return ACL_SUCCESS;  // work ran at launch
+  });
+}
+
+aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
+  return guard_rt("aclrtMalloc", [&] {
+    check(policy >= ACL_MEM_MALLOC_HUGE_FIRST && policy <= ACL_MEM_MALLOC_NORMAL_ONLY,
+          ACL_ERROR_INVALID_PARAM, "policy ", static_cast<int>(policy),
+          " is not an aclrtMemMallocPolicy (0, 1 or 2)");
+    return allocate(devPtr, size, AllocKind::Device);
+  });
+}
+
+aclError aclrtFree(void* devPtr) {
+  return guard_rt("aclrtFree", [&] { return release(devPtr, AllocKind::Device); });
+}
+
+aclError aclrtMallocHost(void** hostPtr, size_t size) {
+  return guard_rt("aclrtMallocHost", [&] { return allocate(hostPtr, size, AllocKind::Host); });
+}
+
+aclError aclrtFreeHost(void* hostPtr) {
+  return guard_rt("aclrtFreeHost", [&] { return release(hostPtr, AllocKind::Host); });
+}
+
+aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
+                     aclrtMemcpyKind kind) {
+  return guard_rt("aclrtMemcpy", [&] {
+    check(kind >= ACL_MEMCPY_HOST_TO_HOST && kind <= ACL_MEMCPY_DEFAULT, ACL_ERROR_INVALID_PARAM,
+          "kind ", static_cast<int>(kind), " is not an aclrtMemcpyKind (0..4)");
+    check(dst != nullptr, ACL_ERROR_INVALID_PARAM, "dst is null");
+    check(src != nullptr, ACL_ERROR_INVALID_PARAM, "src is null");
+    check(count <= destMax, ACL_ERROR_INVALID_PARAM, "count ", count, " bytes exceeds destMax ",
+          destMax);
+    {
+      auto& r = runtime();
+      std::lock_guard lock(r.mutex);
+      check_range(r, dst, count, "dst");
+      check_range(r, src, count, "src");
+    }
+    if (count) std::memmove(dst, src, count);
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
+  return guard_rt("aclrtMemset", [&] {
+    check(devPtr != nullptr, ACL_ERROR_INVALID_PARAM, "devPtr is null");
+    check(count <= maxCount, ACL_ERROR_INVALID_PARAM, "count ", count, " bytes exceeds maxCount ",
+          maxCount);
+    {
+      auto& r = runtime();
+      std::lock_guard lock(r.mutex);
+      check_range(r, devPtr, count, "devPtr");
+    }
+    if (count) std::memset(devPtr, value, count);
+    return ACL_SUCCESS;
+  });
+}
+
+}  // extern "C"
