@@ -1,0 +1,528 @@
+#include "support/acl_test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+namespace acltest {
+
+// ---------------------------------------------------------------------------------------------
+// dtype helpers
+
+double RoundToFormat(double x, int mant_bits, int emin, int emax) {
+  if (!std::isfinite(x) || x == 0.0) return x;
+  int e2 = 0;
+  std::frexp(x, &e2);  // |x| = m * 2^e2, m in [0.5, 1): the leading bit has weight 2^(e2-1)
+  int e = std::max(e2 - 1, emin);  // below emin: subnormal spacing 2^(emin - mant_bits)
+  double quantum = std::ldexp(1.0, e - mant_bits);
+  double r = std::nearbyint(x / quantum) * quantum;  // default rounding mode: nearest-even
+  double max_finite = std::ldexp(2.0 - std::ldexp(1.0, -mant_bits), emax);
+  if (std::fabs(r) > max_finite) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  return r;
+}
+
+double RoundToF16(double x) {
+  return RoundToFormat(x, 10, -14, 15);
+}
+double RoundToBF16(double x) {
+  return RoundToFormat(x, 7, -126, 127);
+}
+double RoundToF32(double x) {
+  return RoundToFormat(x, 23, -126, 127);
+}
+double RoundToHF32(double x) {
+  return RoundToFormat(x, 11, -126, 127);
+}
+
+double RoundToDtype(double x, aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT16:
+      return RoundToF16(x);
+    case ACL_BF16:
+      return RoundToBF16(x);
+    case ACL_FLOAT:
+      return RoundToF32(x);
+    default:
+      return x;
+  }
+}
+
+uint16_t EncodeF16(double x) {
+  if (std::isnan(x)) return 0x7E00;
+  double r = RoundToF16(x);
+  uint16_t sign = std::signbit(r) ? 0x8000 : 0;
+  double a = std::fabs(r);
+  if (std::isinf(a)) return sign | 0x7C00;
+  if (a < std::ldexp(1.0, -14)) {  // subnormal (or zero): a = m * 2^-24
+    return sign | static_cast<uint16_t>(std::ldexp(a, 24));
+  }
+  int e2 = 0;
+  std::frexp(a, &e2);
+  int e = e2 - 1;
+  auto mant = static_cast<uint16_t>(std::ldexp(a, 10 - e) - 1024.0);
+  return sign | static_cast<uint16_t>((e + 15) << 10) | mant;
+}
+
+double DecodeF16(uint16_t bits) {
+  double sign = (bits & 0x8000) ? -1.0 : 1.0;
+  int exp = (bits >> 10) & 0x1F;
+  int mant = bits & 0x3FF;
+  if (exp == 0x1F) return mant ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
+  if (exp == 0) return sign * std::ldexp(mant, -24);
+  return sign * std::ldexp(1024 + mant, exp - 25);
+}
+
+uint16_t EncodeBF16(double x) {
+  if (std::isnan(x)) return 0x7FC0;
+  auto f = static_cast<float>(RoundToBF16(x));  // exact: bf16 values are floats
+  uint32_t u = 0;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+double DecodeBF16(uint16_t bits) {
+  uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f = 0;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+double UlpOf(double x, aclDataType dtype) {
+  int mant = 52, emin = -1022;
+  switch (dtype) {
+    case ACL_FLOAT16:
+      mant = 10, emin = -14;
+      break;
+    case ACL_BF16:
+      mant = 7, emin = -126;
+      break;
+    case ACL_FLOAT:
+      mant = 23, emin = -126;
+      break;
+    default:
+      break;
+  }
+  int e2 = 0;
+  if (x != 0.0) std::frexp(x, &e2);
+  int e = (x == 0.0) ? emin : std::max(e2 - 1, emin);
+  return std::ldexp(1.0, e - mant);
+}
+
+size_t DtypeBytes(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT16:
+    case ACL_BF16:
+      return 2;
+    case ACL_FLOAT:
+      return 4;
+    case ACL_DOUBLE:
+      return 8;
+    default:
+      throw std::invalid_argument("acltest: unsupported dtype " + DtypeName(dtype));
+  }
+}
+
+std::string DtypeName(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT16:
+      return "f16";
+    case ACL_BF16:
+      return "bf16";
+    case ACL_FLOAT:
+      return "f32";
+    case ACL_DOUBLE:
+      return "f64";
+    default:
+      return "dtype" + std::to_string(static_cast<int>(dtype));
+  }
+}
+
+std::string ShapeStr(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int64_t Numel(const std::vector<int64_t>& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+// ---------------------------------------------------------------------------------------------
+// runtime
+
+namespace {
+struct Runtime {
+  aclrtStream stream = nullptr;
+  Runtime() {
+    if (aclInit(nullptr) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS ||
+        aclrtCreateStream(&stream) != ACL_SUCCESS) {
+      std::fprintf(stderr, "acltest: runtime set-up failed: %s\n", aclGetRecentErrMsg());
+      std::abort();
+    }
+  }
+  ~Runtime() {
+    aclrtDestroyStream(stream);
+    aclrtResetDevice(0);
+    aclFinalize();
+  }
+};
+}  // namespace
+
+aclrtStream SharedStream() {
+  static Runtime runtime;
+  return runtime.stream;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  SharedStream();  // the runtime must be up before aclrtMalloc
+  if (aclrtMalloc(&ptr_, bytes, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS || ptr_ == nullptr) {
+    throw std::runtime_error("acltest: aclrtMalloc(" + std::to_string(bytes) +
+                             ") failed: " + aclGetRecentErrMsg());
+  }
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (ptr_) aclrtFree(ptr_);
+    ptr_ = std::exchange(other.ptr_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) aclrtFree(ptr_);
+}
+
+void DeviceBuffer::CopyFromHost(const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  if (aclrtMemcpy(ptr_, bytes_, src, bytes, ACL_MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS) {
+    throw std::runtime_error(std::string("acltest: aclrtMemcpy H2D failed: ") +
+                             aclGetRecentErrMsg());
+  }
+}
+
+void DeviceBuffer::CopyToHost(void* dst, size_t bytes) const {
+  if (bytes == 0) return;
+  if (aclrtMemcpy(dst, bytes, ptr_, bytes, ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS) {
+    throw std::runtime_error(std::string("acltest: aclrtMemcpy D2H failed: ") +
+                             aclGetRecentErrMsg());
+  }
+}
+
+IntArrayPtr MakeIntArray(const std::vector<int64_t>& values) {
+  return IntArrayPtr(aclCreateIntArray(values.data(), values.size()), aclDestroyIntArray);
+}
+
+BoolArrayPtr MakeBoolArray(const std::vector<bool>& values) {
+  std::unique_ptr<bool[]> raw(new bool[values.size() + 1]);
+  for (size_t i = 0; i < values.size(); ++i) raw[i] = values[i];
+  return BoolArrayPtr(aclCreateBoolArray(raw.get(), values.size()), aclDestroyBoolArray);
+}
+
+// ---------------------------------------------------------------------------------------------
+// values and layouts
+
+std::vector<double> Rng::Uniform(int64_t n, double lo, double hi) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (double& x : v) x = dist(gen_);
+  return v;
+}
+
+int64_t Rng::Int(int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(gen_);
+}
+
+std::string LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kContiguous:
+      return "contiguous";
+    case Layout::kPermuted:
+      return "permuted";
+    case Layout::kPadded:
+      return "padded";
+  }
+  return "?";
+}
+
+StridedLayout MakeLayout(const std::vector<int64_t>& shape, Layout layout, uint64_t seed) {
+  const size_t rank = shape.size();
+  std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + rank);
+  std::vector<size_t> order(rank);  // order[0] = outermost stored dim
+  std::iota(order.begin(), order.end(), 0);
+  if (layout != Layout::kContiguous && rank >= 2) {
+    std::vector<size_t> identity = order;
+    while (order == identity) std::shuffle(order.begin(), order.end(), gen);
+  }
+  const bool padded = layout == Layout::kPadded;
+  StridedLayout out;
+  out.strides.assign(rank, 1);
+  out.offset = padded ? 1 + static_cast<int64_t>(gen() % 7) : 0;
+  int64_t stride = padded ? 2 : 1;  // step along the innermost stored dim
+  for (size_t j = rank; j-- > 0;) {
+    size_t d = order[j];
+    out.strides[d] = stride;
+    int64_t extent = shape[d] + (padded ? 1 + static_cast<int64_t>(gen() % 2) : 0);
+    stride *= extent;
+  }
+  out.storage_elems = out.offset + stride;
+  return out;
+}
+
+aclFormat DefaultFormat(size_t rank) {
+  switch (rank) {
+    case 3:
+      return ACL_FORMAT_NCL;
+    case 4:
+      return ACL_FORMAT_NCHW;
+    case 5:
+      return ACL_FORMAT_NCDHW;
+    default:
+      return ACL_FORMAT_ND;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TestTensor
+
+namespace {
+// Quiet NaNs with a recognisable payload: an element an operator forgets to write cannot match a
+// reference value by accident, and a masked-out output is checked byte for byte.
+void EncodeSentinel(aclDataType dtype, uint8_t* dst) {
+  const uint16_t h = 0x7E5A, b = 0x7FDA;
+  const uint32_t f = 0x7FC5A5A5u;
+  const uint64_t d = 0x7FF8A5A5A5A5A5A5ull;
+  switch (dtype) {
+    case ACL_FLOAT16:
+      std::memcpy(dst, &h, 2);
+      break;
+    case ACL_BF16:
+      std::memcpy(dst, &b, 2);
+      break;
+    case ACL_FLOAT:
+      std::memcpy(dst, &f, 4);
+      break;
+    default:
+      std::memcpy(dst, &d, 8);
+      break;
+  }
+}
+}  // namespace
+
+TestTensor::TestTensor(const std::vector<int64_t>& shape, aclDataType dtype, Layout layout,
+                       uint64_t layout_seed, aclFormat format)
+    : shape_(shape),
+      dtype_(dtype),
+      format_(format == ACL_FORMAT_UNDEFINED ? DefaultFormat(shape.size()) : format),
+      layout_(MakeLayout(shape, layout, layout_seed)),
+      buffer_(static_cast<size_t>(std::max<int64_t>(layout_.storage_elems, 1)) *
+              DtypeBytes(dtype)) {
+  std::vector<int64_t> storage_dims =
+      layout == Layout::kContiguous ? shape : std::vector<int64_t>{layout_.storage_elems};
+  tensor_.reset(aclCreateTensor(shape_.data(), shape_.size(), dtype_, layout_.strides.data(),
+                                layout_.offset, format_, storage_dims.data(), storage_dims.size(),
+                                buffer_.data()));
+  if (!tensor_) {
+    throw std::runtime_error("acltest: aclCreateTensor failed for " + Describe() + ": " +
+                             aclGetRecentErrMsg());
+  }
+  FillSentinel();
+}
+
+TestTensor TestTensor::Output(const std::vector<int64_t>& shape, aclDataType dtype, Layout layout,
+                              uint64_t layout_seed, aclFormat format) {
+  return TestTensor(shape, dtype, layout, layout_seed, format);  // constructed sentinel-filled
+}
+
+template <class F>
+void TestTensor::ForEachElement(F&& f) const {
+  const size_t rank = shape_.size();
+  const int64_t n = numel();
+  std::vector<int64_t> idx(rank, 0);
+  int64_t storage = layout_.offset;
+  for (int64_t linear = 0; linear < n; ++linear) {
+    f(linear, storage);
+    for (size_t d = rank; d-- > 0;) {  // odometer, last dim fastest
+      storage += layout_.strides[d];
+      if (++idx[d] < shape_[d]) break;
+      storage -= layout_.strides[d] * shape_[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void TestTensor::Encode(double v, uint8_t* dst) const {
+  switch (dtype_) {
+    case ACL_FLOAT16: {
+      uint16_t h = EncodeF16(v);
+      std::memcpy(dst, &h, 2);
+      break;
+    }
+    case ACL_BF16: {
+      uint16_t b = EncodeBF16(v);
+      std::memcpy(dst, &b, 2);
+      break;
+    }
+    case ACL_FLOAT: {
+      auto f = static_cast<float>(v);
+      std::memcpy(dst, &f, 4);
+      break;
+    }
+    default:
+      std::memcpy(dst, &v, 8);
+      break;
+  }
+}
+
+double TestTensor::Decode(const uint8_t* src) const {
+  switch (dtype_) {
+    case ACL_FLOAT16: {
+      uint16_t h;
+      std::memcpy(&h, src, 2);
+      return DecodeF16(h);
+    }
+    case ACL_BF16: {
+      uint16_t b;
+      std::memcpy(&b, src, 2);
+      return DecodeBF16(b);
+    }
+    case ACL_FLOAT: {
+      float f;
+      std::memcpy(&f, src, 4);
+      return f;
+    }
+    default: {
+      double d;
+      std::memcpy(&d, src, 8);
+      return d;
+    }
+  }
+}
+
+void TestTensor::WriteStorage(const std::vector<uint8_t>& host) {
+  buffer_.CopyFromHost(host.data(), host.size());
+  initial_ = host;
+}
+
+std::vector<uint8_t> TestTensor::ReadStorage() const {
+  std::vector<uint8_t> host(buffer_.size());
+  buffer_.CopyToHost(host.data(), host.size());
+  return host;
+}
+
+void TestTensor::FillSentinel() {
+  const size_t eb = DtypeBytes(dtype_);
+  std::vector<uint8_t> host(buffer_.size());
+  for (size_t i = 0; i + eb <= host.size(); i += eb) EncodeSentinel(dtype_, &host[i]);
+  values_.clear();
+  WriteStorage(host);
+}
+
+void TestTensor::Fill(const std::vector<double>& values) {
+  if (static_cast<int64_t>(values.size()) != numel()) {
+    throw std::invalid_argument("acltest: Fill got " + std::to_string(values.size()) +
+                                " values for " + Describe());
+  }
+  const size_t eb = DtypeBytes(dtype_);
+  std::vector<uint8_t> host(buffer_.size());
+  for (size_t i = 0; i + eb <= host.size(); i += eb) EncodeSentinel(dtype_, &host[i]);
+  values_.resize(values.size());
+  ForEachElement([&](int64_t linear, int64_t storage) {
+    values_[linear] = RoundToDtype(values[linear], dtype_);
+    Encode(values_[linear], &host[static_cast<size_t>(storage) * eb]);
+  });
+  WriteStorage(host);
+}
+
+std::vector<double> TestTensor::Read() const {
+  const size_t eb = DtypeBytes(dtype_);
+  std::vector<uint8_t> host = ReadStorage();
+  std::vector<double> out(static_cast<size_t>(numel()));
+  ForEachElement([&](int64_t linear, int64_t storage) {
+    out[linear] = Decode(&host[static_cast<size_t>(storage) * eb]);
+  });
+  return out;
+}
+
+bool TestTensor::Untouched() const {
+  return ReadStorage() == initial_;
+}
+
+bool TestTensor::OnlyViewWritten() const {
+  const size_t eb = DtypeBytes(dtype_);
+  std::vector<uint8_t> host = ReadStorage();
+  ForEachElement([&](int64_t, int64_t storage) {  // view elements: accept anything
+    std::memcpy(&host[static_cast<size_t>(storage) * eb],
+                &initial_[static_cast<size_t>(storage) * eb], eb);
+  });
+  return host == initial_;
+}
+
+AclTensorPtr TestTensor::View(const std::vector<int64_t>& shape,
+                              const std::vector<int64_t>& strides, int64_t offset,
+                              aclFormat format) const {
+  std::vector<int64_t> storage_dims{std::max<int64_t>(layout_.storage_elems, 0)};
+  AclTensorPtr view(aclCreateTensor(shape.data(), shape.size(), dtype_, strides.data(), offset,
+                                    format, storage_dims.data(), 1, buffer_.data()),
+                    aclDestroyTensor);
+  if (!view) {
+    throw std::runtime_error("acltest: aclCreateTensor (view " + ShapeStr(shape) + " strides " +
+                             ShapeStr(strides) + ") failed: " + aclGetRecentErrMsg());
+  }
+  return view;
+}
+
+std::string TestTensor::Describe() const {
+  std::ostringstream os;
+  os << DtypeName(dtype_) << ShapeStr(shape_) << " strides " << ShapeStr(layout_.strides)
+     << " offset " << layout_.offset;
+  return os.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// two-phase call
+
+std::string CallResult::Describe() const {
+  return "status " + std::to_string(status) + " in " + phase + ": " + message;
+}
+
+CallResult RunTwoPhase(const PlanFn& plan, LaunchFn launch, aclrtStream stream) {
+  CallResult r;
+  aclOpExecutor* executor = nullptr;
+  auto fail = [&](aclnnStatus status, const char* phase) {
+    r.status = status;
+    r.phase = phase;
+    r.message = aclGetRecentErrMsg();
+    return r;
+  };
+  aclnnStatus st = plan(&r.workspace_size, &executor);
+  if (st != 0) return fail(st, "GetWorkspaceSize");
+  DeviceBuffer workspace;
+  try {
+    workspace = DeviceBuffer(r.workspace_size);
+  } catch (const std::exception& e) {
+    r.status = ACL_ERROR_BAD_ALLOC;
+    r.phase = "malloc";
+    r.message = e.what();
+    return r;
+  }
+  st = launch(workspace.data(), r.workspace_size, executor, stream);
+  if (st != 0) return fail(st, "launch");
+  st = aclrtSynchronizeStream(stream);
+  if (st != 0) return fail(st, "synchronize");
+  return r;
+}
+
+}  // namespace acltest
