@@ -1,0 +1,121 @@
+// aclTensor / array / scalar objects and the executor contract of the two-phase API.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn/aclnn_base.h"
+
+namespace {
+
+TEST(AclTensor, GettersReturnWhatWasCreatedWithCallerOwnedArrays) {
+  std::vector<float> storage(40);
+  const int64_t dims[] = {2, 3, 4};
+  const int64_t strides[] = {1, 8, 2};  // a permuted, padded view
+  const int64_t storage_dims[] = {40};
+  aclTensor* t = aclCreateTensor(dims, 3, ACL_FLOAT16, strides, 5, ACL_FORMAT_NCL, storage_dims, 1,
+                                 storage.data());
+  ASSERT_NE(t, nullptr);
+  int64_t* got = nullptr;
+  uint64_t n = 0;
+  ASSERT_EQ(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
+  EXPECT_EQ(std::vector<int64_t>(got, got + n), std::vector<int64_t>({2, 3, 4}));
+  delete[] got;
+  ASSERT_EQ(aclGetViewStrides(t, &got, &n), ACLNN_SUCCESS);
+  EXPECT_EQ(std::vector<int64_t>(got, got + n), std::vector<int64_t>({1, 8, 2}));
+  delete[] got;
+  ASSERT_EQ(aclGetStorageShape(t, &got, &n), ACLNN_SUCCESS);
+  EXPECT_EQ(std::vector<int64_t>(got, got + n), std::vector<int64_t>({40}));
+  delete[] got;
+  int64_t offset = -1;
+  ASSERT_EQ(aclGetViewOffset(t, &offset), ACLNN_SUCCESS);
+  EXPECT_EQ(offset, 5);
+  aclFormat format = ACL_FORMAT_UNDEFINED;
+  ASSERT_EQ(aclGetFormat(t, &format), ACLNN_SUCCESS);
+  EXPECT_EQ(format, ACL_FORMAT_NCL);
+  aclDataType dtype = ACL_DT_UNDEFINED;
+  ASSERT_EQ(aclGetDataType(t, &dtype), ACLNN_SUCCESS);
+  EXPECT_EQ(dtype, ACL_FLOAT16);
+  EXPECT_EQ(aclGetViewShape(t, nullptr, &n), ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT_EQ(aclGetViewOffset(nullptr, &offset), ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT_EQ(aclDestroyTensor(t), ACLNN_SUCCESS);
+}
+
+TEST(AclTensor, NullStridesMeanContiguous) {
+  const int64_t dims[] = {2, 3, 5};
+  aclTensor* t = aclCreateTensor(dims, 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, dims, 3, nullptr);
+  ASSERT_NE(t, nullptr);
+  int64_t* strides = nullptr;
+  uint64_t n = 0;
+  ASSERT_EQ(aclGetViewStrides(t, &strides, &n), ACLNN_SUCCESS);
+  EXPECT_EQ(std::vector<int64_t>(strides, strides + n), std::vector<int64_t>({15, 5, 1}));
+  delete[] strides;
+  aclDestroyTensor(t);
+}
+
+TEST(AclTensor, NullDimsWithNonZeroCountGiveNullAndAMessage) {
+  EXPECT_EQ(aclCreateTensor(nullptr, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, nullptr, 0, nullptr),
+            nullptr);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("viewDims is null"), std::string::npos);
+  const int64_t dims[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  EXPECT_EQ(aclCreateTensor(dims, 9, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, dims, 9, nullptr),
+            nullptr);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("maximum rank 8"), std::string::npos);
+  // A scalar (0-d) tensor is fine.
+  aclTensor* s =
+      aclCreateTensor(nullptr, 0, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, nullptr, 0, nullptr);
+  EXPECT_NE(s, nullptr);
+  aclDestroyTensor(s);
+}
+
+TEST(AclArrays, CreateSizeAndDestroy) {
+  const int64_t ints[] = {3, -1, 7};
+  aclIntArray* ia = aclCreateIntArray(ints, 3);
+  ASSERT_NE(ia, nullptr);
+  uint64_t size = 0;
+  ASSERT_EQ(aclGetIntArraySize(ia, &size), ACLNN_SUCCESS);
+  EXPECT_EQ(size, 3u);
+  const bool bools[] = {true, false, true};
+  aclBoolArray* ba = aclCreateBoolArray(bools, 3);
+  ASSERT_EQ(aclGetBoolArraySize(ba, &size), ACLNN_SUCCESS);
+  EXPECT_EQ(size, 3u);
+  const float floats[] = {0.5f};
+  aclFloatArray* fa = aclCreateFloatArray(floats, 1);
+  ASSERT_EQ(aclGetFloatArraySize(fa, &size), ACLNN_SUCCESS);
+  EXPECT_EQ(size, 1u);
+  aclIntArray* empty = aclCreateIntArray(nullptr, 0);
+  ASSERT_NE(empty, nullptr);
+  EXPECT_EQ(aclCreateIntArray(nullptr, 2), nullptr);
+  EXPECT_EQ(aclCreateBoolArray(nullptr, 1), nullptr);
+  // The samples keep these in unique_ptrs with the destroy function as deleter.
+  std::unique_ptr<aclIntArray, aclnnStatus (*)(const aclIntArray*)> a(ia, aclDestroyIntArray);
+  std::unique_ptr<aclBoolArray, aclnnStatus (*)(const aclBoolArray*)> b(ba, aclDestroyBoolArray);
+  std::unique_ptr<aclFloatArray, aclnnStatus (*)(const aclFloatArray*)> f(fa, aclDestroyFloatArray);
+  std::unique_ptr<aclIntArray, aclnnStatus (*)(const aclIntArray*)> e(empty, aclDestroyIntArray);
+  EXPECT_EQ(aclDestroyIntArray(nullptr), ACLNN_SUCCESS);
+  EXPECT_EQ(aclDestroyTensor(nullptr), ACLNN_SUCCESS);
+}
+
+TEST(AclScalar, CreateFromSupportedTypesOnly) {
+  double d = 2.5;
+  aclScalar* s = aclCreateScalar(&d, ACL_DOUBLE);
+  ASSERT_NE(s, nullptr);
+  aclDestroyScalar(s);
+  EXPECT_EQ(aclCreateScalar(nullptr, ACL_FLOAT), nullptr);
+  EXPECT_EQ(aclCreateScalar(&d, ACL_STRING), nullptr);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("STRING"), std::string::npos);
+}
+
+TEST(AclExecutor, ControlFunctionsRejectNullAndUnknownExecutors) {
+  EXPECT_EQ(aclSetAclOpExecutorRepeatable(nullptr), ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT_EQ(aclDestroyAclOpExecutor(nullptr), ACLNN_SUCCESS);
+  alignas(64) char fake[256] = {};
+  auto* bogus = reinterpret_cast<aclOpExecutor*>(fake);
+  EXPECT_EQ(aclSetAclOpExecutorRepeatable(bogus), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(aclDestroyAclOpExecutor(bogus), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("not live"), std::string::npos);
+}
+
+}  // namespace
