@@ -117,8 +117,13 @@ class Printer {
     std::string s = "[";
     const std::vector<int64_t> idx = shown(d);
     const bool last_dim = d + 1 == t_.dim();
-    const std::string sep =
-        last_dim ? ", " : "," + std::string(t_.dim() - 1 - d, '\n') + std::string(8 + d, ' ');
+    // Rows of a matrix are separated by one newline, matrices by two, and so on.
+    std::string sep = ", ";
+    if (!last_dim) {
+      sep.assign(1, ',');
+      sep.append(static_cast<size_t>(t_.dim() - 1 - d), '\n');
+      sep.append(static_cast<size_t>(8 + d), ' ');
+    }
     for (size_t k = 0; k < idx.size(); ++k) {
       if (k) s += sep;
       if (idx[k] < 0)
