@@ -52,6 +52,10 @@ std::string ConvCase::Name() const {
   return s;
 }
 
+void PrintTo(const ConvCase& c, std::ostream* os) {
+  *os << c.Describe();
+}
+
 namespace {
 
 struct Arrays {
@@ -178,6 +182,15 @@ void CheckOutput(const char* name, const TestTensor* t, bool requested, const na
   bool failed = false;
   CheckOutput("output", &y, true, ref, compute, &verdict, &failed);
   return failed ? verdict : ::testing::AssertionSuccess();
+}
+
+void ExpectAllMatch(const std::vector<ConvCase>& cases, bool forward) {
+  for (const ConvCase& c : cases) {
+    EXPECT_TRUE(CheckConvBackward(c));
+    if (forward) {
+      EXPECT_TRUE(CheckConvForward(c));
+    }
+  }
 }
 
 }  // namespace acltest

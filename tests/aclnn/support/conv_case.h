@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,20 @@ struct ConvCase {
   // A GoogleTest-safe name ([A-Za-z0-9_]) saying the same more tersely.
   std::string Name() const;
 };
+// GoogleTest prints a failing parameter with this.
+void PrintTo(const ConvCase& c, std::ostream* os);
+
+// `base` with `edit` applied to a copy of each case (e.g. to set a dtype or a layout).
+template <class Edit>
+std::vector<ConvCase> Variants(const std::vector<ConvCase>& base, Edit edit) {
+  std::vector<ConvCase> out;
+  for (size_t i = 0; i < base.size(); ++i) {
+    ConvCase c = base[i];
+    edit(c, i);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
 
 // The padding list handed to the API: dim-2 entries when symmetric (and !four_pad), else the 2d
 // form [top, bottom, left, right].
@@ -46,6 +61,10 @@ std::vector<int64_t> ApiPadding(const ConvCase& c);
 
 // Runs aclnnConvolution (with a bias) on the same kind of data and checks the output.
 ::testing::AssertionResult CheckConvForward(const ConvCase& c);
+
+// EXPECTs CheckConvBackward (and CheckConvForward when `forward`) for every case; each failure
+// message names its case.
+void ExpectAllMatch(const std::vector<ConvCase>& cases, bool forward);
 
 // Convenience constructors for geometries: every spatial vector has geom.spatial() entries.
 naive::ConvGeom MakeGeom(std::vector<int64_t> input, std::vector<int64_t> weight,

@@ -1,0 +1,87 @@
+// The big convolution sweep (ctest label "long"):
+//  - the full geometric cross product (rank {1,2,3} x transposed x stride {1,2,3} x padding
+//    {0, 1, per-dim mixed, 2d asymmetric [0,2,1,0]} x dilation {1,2} x groups {1, 2, depthwise,
+//    depthwise x2} x output padding {0, stride-1}; 640 geometries) with FLOAT / KEEP_DTYPE / all
+//    outputs, forward and backward;
+//  - the same cross product under each other axis value (padded layout, f16, bf16, f64, HF32 and
+//    FP16 operands), with the outputMask subset rotating over the 7 non-empty ones;
+//  - the representative geometries x dtypes {f32,f16,bf16,f64} x layouts {contiguous, permuted,
+//    padded} x all 7 outputMask subsets.
+// One test per geometry looping over the variants; every failure message names its full case.
+#include <array>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/conv_case.h"
+
+namespace {
+
+using acltest::ConvCase;
+using acltest::Layout;
+
+std::string GeomName(const ::testing::TestParamInfo<ConvCase>& info) {
+  return info.param.label;
+}
+
+std::array<bool, 3> MaskOf(int m) {
+  return {(m & 4) != 0, (m & 2) != 0, (m & 1) != 0};
+}
+
+std::vector<ConvCase> OtherAxes(const ConvCase& base) {
+  struct Axis {
+    aclDataType dt;
+    Layout layout;
+    int cube;
+  };
+  const Axis kAxes[] = {{ACL_FLOAT, Layout::kPadded, 0},     {ACL_FLOAT16, Layout::kContiguous, 0},
+                        {ACL_BF16, Layout::kContiguous, 0},  {ACL_DOUBLE, Layout::kContiguous, 0},
+                        {ACL_FLOAT, Layout::kContiguous, 1}, {ACL_FLOAT, Layout::kContiguous, 2}};
+  std::vector<ConvCase> out;
+  for (size_t a = 0; a < std::size(kAxes); ++a) {
+    ConvCase c = base;
+    c.gy_dtype = c.x_dtype = c.w_dtype = kAxes[a].dt;
+    c.layout = kAxes[a].layout;
+    c.cube = kAxes[a].cube;
+    c.mask = MaskOf(static_cast<int>((base.seed + a) % 7) + 1);
+    c.null_masked = (base.seed / 7 + a) % 2 == 1;
+    c.seed += 100000 * (a + 1);
+    out.push_back(c);
+  }
+  return out;
+}
+
+class ConvCross : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvCross, Float) {
+  acltest::ExpectAllMatch({GetParam()}, /*forward=*/true);
+}
+TEST_P(ConvCross, OtherAxes) {
+  acltest::ExpectAllMatch(OtherAxes(GetParam()), true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometry, ConvCross, ::testing::ValuesIn(acltest::GeometricCrossProduct()),
+                         GeomName);
+
+class ConvRepresentativeProduct : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvRepresentativeProduct, DtypeLayoutMask) {
+  std::vector<ConvCase> cases;
+  for (aclDataType dt : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE})
+    for (Layout layout : {Layout::kContiguous, Layout::kPermuted, Layout::kPadded})
+      for (int m = 1; m < 8; ++m) {
+        ConvCase c = GetParam();
+        c.gy_dtype = c.x_dtype = c.w_dtype = dt;
+        c.layout = layout;
+        c.mask = MaskOf(m);
+        c.null_masked = m % 2 == 0;
+        c.seed += 7919 * static_cast<uint64_t>(m);
+        cases.push_back(c);
+      }
+  acltest::ExpectAllMatch(cases, /*forward=*/false);
+}
+
+INSTANTIATE_TEST_SUITE_P(Representative, ConvRepresentativeProduct,
+                         ::testing::ValuesIn(acltest::RepresentativeCases()), GeomName);
+
+}  // namespace
