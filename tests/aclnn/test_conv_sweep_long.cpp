@@ -7,7 +7,8 @@
 //    FP16 operands), with the outputMask subset rotating over the 7 non-empty ones;
 //  - the representative geometries x dtypes {f32,f16,bf16,f64} x layouts {contiguous, permuted,
 //    padded} x all 7 outputMask subsets.
-// One test per geometry looping over the variants; every failure message names its full case.
+// One test per geometry looping over the variants (ctest runs a process per test); every failure
+// message names its full case.
 #include <array>
 #include <vector>
 
@@ -53,11 +54,11 @@ std::vector<ConvCase> OtherAxes(const ConvCase& base) {
 
 class ConvCross : public ::testing::TestWithParam<ConvCase> {};
 
-TEST_P(ConvCross, Float) {
-  acltest::ExpectAllMatch({GetParam()}, /*forward=*/true);
-}
-TEST_P(ConvCross, OtherAxes) {
-  acltest::ExpectAllMatch(OtherAxes(GetParam()), true);
+// FLOAT / KEEP_DTYPE / contiguous / all outputs, then the other axis values.
+TEST_P(ConvCross, AllAxes) {
+  std::vector<ConvCase> cases{GetParam()};
+  for (ConvCase& c : OtherAxes(GetParam())) cases.push_back(std::move(c));
+  acltest::ExpectAllMatch(cases, /*forward=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometry, ConvCross, ::testing::ValuesIn(acltest::GeometricCrossProduct()),
