@@ -6,7 +6,8 @@
 //  - the same cross product under each other axis value (padded layout, f16, bf16, f64, HF32 and
 //    FP16 operands), with the outputMask subset rotating over the 7 non-empty ones;
 //  - the representative geometries x dtypes {f32,f16,bf16,f64} x layouts {contiguous, permuted,
-//    padded} x all 7 outputMask subsets.
+//    padded} x all 7 outputMask subsets;
+//  - a few larger problems (tiling, chunking, partial sums) under f32, f16, HF32 and padded layout.
 // One test per geometry looping over the variants (ctest runs a process per test); every failure
 // message names its full case.
 #include <array>
@@ -84,5 +85,22 @@ TEST_P(ConvRepresentativeProduct, DtypeLayoutMask) {
 
 INSTANTIATE_TEST_SUITE_P(Representative, ConvRepresentativeProduct,
                          ::testing::ValuesIn(acltest::RepresentativeCases()), GeomName);
+
+// Larger problems: FLOAT, FLOAT16, HF32 operands, and FLOAT in the padded layout.
+class ConvLarge : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvLarge, Variants) {
+  std::vector<ConvCase> cases;
+  for (int v = 0; v < 4; ++v) {
+    ConvCase c = GetParam();
+    if (v == 1) c.gy_dtype = c.x_dtype = c.w_dtype = ACL_FLOAT16;
+    if (v == 2) c.cube = 1;
+    if (v == 3) c.layout = Layout::kPadded;
+    cases.push_back(c);
+  }
+  acltest::ExpectAllMatch(cases, /*forward=*/true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Large, ConvLarge, ::testing::ValuesIn(acltest::LargeCases()), GeomName);
 
 }  // namespace

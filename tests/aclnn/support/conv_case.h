@@ -88,6 +88,9 @@ std::vector<ConvCase> GeometricCrossProduct();
 // ~30 representative geometries in the spirit of PyTorch's conv tests: odd sizes, kernel larger
 // than stride, 1x1 kernels, size-1 dims, kernel == input, batch 1 and 3, odd channel counts.
 std::vector<ConvCase> RepresentativeCases();
+// A few larger problems (thousands of terms per reduction, long rows, many channels) so that
+// tiling, chunking and per-thread partial sums inside the operator are exercised.
+std::vector<ConvCase> LargeCases();
 // Empty tensors the spec allows: N = 0 (regular and transposed), C_in = 0 (regular).
 std::vector<ConvCase> EmptyCases();
 

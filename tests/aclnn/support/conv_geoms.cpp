@@ -154,6 +154,22 @@ std::vector<ConvCase> RepresentativeCases() {
   return v;
 }
 
+std::vector<ConvCase> LargeCases() {
+  std::vector<ConvCase> v;
+  uint64_t seed = 8000;
+  auto add = [&](const char* label, naive::ConvGeom g) { v.push_back(MakeCase(g, label, seed++)); };
+  add("c2d_28x28_c16_24", MakeGeom({4, 16, 28, 28}, {24, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1));
+  add("c2d_1x1_c64", MakeGeom({2, 64, 17, 19}, {48, 64, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1));
+  add("c2d_dw_k5s2_c32", MakeGeom({3, 32, 33, 33}, {32, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 32));
+  add("c2d_g4_d2", MakeGeom({2, 24, 20, 23}, {20, 6, 3, 3}, {1, 2}, {2, 1}, {2, 2}, 4));
+  add("c1d_long", MakeGeom({2, 16, 2003}, {16, 16, 7}, {1}, {3}, {1}, 1));
+  add("c3d_c8", MakeGeom({2, 8, 10, 12, 12}, {8, 8, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1));
+  add("t2d_k4s2_c16", MakeGeom({2, 16, 14, 14}, {16, 8, 4, 4}, {2, 2}, {1, 1}, {1, 1}, 1, true));
+  add("t3d_s2_c6", MakeGeom({2, 6, 5, 6, 6}, {6, 4, 3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, 1,
+                            true, {1, 1, 1}));
+  return v;
+}
+
 std::vector<ConvCase> EmptyCases() {
   std::vector<ConvCase> v;
   uint64_t seed = 9000;
