@@ -1,0 +1,211 @@
+#include "conv/checks.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "error.h"
+
+namespace aclnn_cpu::conv {
+
+SocProfile current_soc() {
+  const char* env = std::getenv("ACLNN_CPU_SOC");
+  SocProfile p;
+  if (env == nullptr || *env == '\0' || std::strcmp(env, "Ascend910B") == 0) return p;
+  if (std::strcmp(env, "Ascend910_93") == 0) {
+    p.name = "Ascend910_93";
+    return p;
+  }
+  if (std::strcmp(env, "Ascend910_95") == 0) {
+    p.name = "Ascend910_95";
+    p.a2 = false;
+    p.is_910_95 = true;
+    return p;
+  }
+  if (std::strcmp(env, "Ascend910") == 0 || std::strcmp(env, "Ascend310P") == 0) {
+    p.name = std::strcmp(env, "Ascend910") == 0 ? "Ascend910" : "Ascend310P";
+    p.a2 = false;
+    p.old_series = true;
+    p.bf16 = false;
+    p.conv3d = false;
+    p.empty_tensors = false;
+    p.transposed_limits = false;
+    return p;
+  }
+  fail(ACLNN_ERR_PARAM_INVALID,
+       cat("environment variable ACLNN_CPU_SOC = \"", env, "\" names no supported SoC; use ",
+           "Ascend910B (default), Ascend910_93, Ascend910_95, Ascend910 or Ascend310P"));
+}
+
+void require(const void* p, const char* name) {
+  check(p != nullptr, ACLNN_ERR_PARAM_NULLPTR, name, " is null");
+}
+void require(const void* p, const std::string& name) {
+  require(p, name.c_str());
+}
+
+const char* dtype_str(aclDataType d) {
+  return dtype_name(d);
+}
+
+std::string shape_of(const aclTensor* t) {
+  return shape_str(t->view_dims);
+}
+
+void check_dtype(const char* name, const aclTensor* t, const SocProfile& soc) {
+  const aclDataType d = t->dtype;
+  const bool ok =
+      d == ACL_FLOAT || d == ACL_FLOAT16 || d == ACL_DOUBLE || (d == ACL_BF16 && soc.bf16);
+  check(ok, ACLNN_ERR_PARAM_INVALID, name, " has dtype ", dtype_name(d), " (", static_cast<int>(d),
+        "); supported dtypes are FLOAT, FLOAT16, ", soc.bf16 ? "BFLOAT16, " : "",
+        "and DOUBLE (aclgrad extension)",
+        soc.bf16 ? "" : cat("; BFLOAT16 is not supported on ", soc.name));
+}
+
+aclDataType promote(aclDataType a, aclDataType b) {
+  if (a == b) return a;
+  if (a == ACL_DOUBLE || b == ACL_DOUBLE) return ACL_DOUBLE;
+  return ACL_FLOAT;  // any other mix of FLOAT / FLOAT16 / BFLOAT16
+}
+
+void check_format(const char* name, const aclTensor* t, std::initializer_list<aclFormat> allowed) {
+  if (std::find(allowed.begin(), allowed.end(), t->format) != allowed.end()) return;
+  std::string list;
+  for (aclFormat f : allowed) list += cat(list.empty() ? "" : " or ", format_name(f));
+  fail(ACLNN_ERR_PARAM_INVALID,
+       cat(name, " has format ", format_name(t->format), " (", static_cast<int>(t->format),
+           ") but a ", t->dim(), "-d tensor here must be ", list));
+}
+
+void check_conv_format(const char* name, const aclTensor* t) {
+  switch (t->dim()) {
+    case 3:
+      return check_format(name, t, {ACL_FORMAT_ND, ACL_FORMAT_NCL});
+    case 4:
+      return check_format(name, t, {ACL_FORMAT_NCHW});
+    case 5:
+      return check_format(name, t, {ACL_FORMAT_NCDHW});
+    default:
+      fail(ACLNN_ERR_PARAM_INVALID,
+           cat(name, " has ", t->dim(), " dims (shape ", shape_of(t), "); a convolution takes 3-d ",
+               "(N, C, L), 4-d (N, C, H, W) or 5-d (N, C, D, H, W) tensors"));
+  }
+}
+
+void check_layout(const char* name, const aclTensor* t, bool is_output) {
+  constexpr __int128 kInt64Max = INT64_MAX;
+  __int128 numel = 1;
+  for (size_t i = 0; i < t->view_dims.size(); ++i) {
+    const int64_t d = t->view_dims[i];
+    check(d >= 0, ACLNN_ERR_PARAM_INVALID, name, " has shape ", shape_of(t), ": dim ", i, " = ", d,
+          " is negative");
+    check(d <= 2147483647, ACLNN_ERR_PARAM_INVALID, name, " has shape ", shape_of(t), ": dim ", i,
+          " = ", d, " exceeds 2147483647");
+    numel *= d;
+    check(numel <= kInt64Max, ACLNN_ERR_PARAM_INVALID, name, " has shape ", shape_of(t),
+          " whose element count overflows int64");
+  }
+  check(t->strides.size() == t->view_dims.size(), ACLNN_ERR_PARAM_INVALID, name, " has ",
+        t->strides.size(), " strides for ", t->view_dims.size(), " dims");
+  check(numel * static_cast<__int128>(std::max<size_t>(dtype_size(t->dtype), 1)) <= kInt64Max,
+        ACLNN_ERR_PARAM_INVALID, name, " has shape ", shape_of(t),
+        " whose byte size overflows int64");
+  for (size_t i = 0; i < t->strides.size(); ++i) {
+    check(t->strides[i] >= 0, ACLNN_ERR_PARAM_INVALID, name, " has stride ", t->strides[i],
+          " in dim ", i, " (strides ", shape_str(t->strides),
+          "); negative strides are not supported");
+  }
+  check(t->offset >= 0, ACLNN_ERR_PARAM_INVALID, name, " has offset ", t->offset,
+        "; the offset must be >= 0");
+  if (numel == 0) return;
+  check(t->data != nullptr, ACLNN_ERR_PARAM_INVALID, name, " has a null data pointer but ",
+        static_cast<int64_t>(numel), " elements (shape ", shape_of(t), ")");
+  __int128 last = t->offset;
+  for (size_t i = 0; i < t->view_dims.size(); ++i)
+    last += static_cast<__int128>(t->view_dims[i] - 1) * t->strides[i];
+  __int128 storage = 1;
+  for (int64_t d : t->storage_dims) {
+    check(d >= 0, ACLNN_ERR_PARAM_INVALID, name, " has storage shape ", shape_str(t->storage_dims),
+          " with a negative dim");
+    storage = std::min<__int128>(storage * d, kInt64Max + 1);
+  }
+  check(last < storage, ACLNN_ERR_PARAM_INVALID, name, "'s view (shape ", shape_of(t), ", strides ",
+        shape_str(t->strides), ", offset ", t->offset, ") reaches element ",
+        static_cast<int64_t>(std::min(last, kInt64Max)), " but its storage ",
+        shape_str(t->storage_dims), " holds only ",
+        static_cast<int64_t>(std::min(storage, kInt64Max)), " elements");
+  if (!is_output) return;
+  // Non-overlap (sufficient test): sorted by stride, each dim must step past the whole extent of
+  // the smaller-stride dims before it.
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of non-unit dims
+  for (size_t i = 0; i < t->view_dims.size(); ++i)
+    if (t->view_dims[i] > 1) dims.emplace_back(t->strides[i], t->view_dims[i]);
+  std::sort(dims.begin(), dims.end());
+  __int128 extent = 0;  // largest offset reachable by the dims so far
+  for (auto [stride, size] : dims) {
+    check(stride > extent, ACLNN_ERR_PARAM_INVALID, name, " has overlapping elements (shape ",
+          shape_of(t), ", strides ", shape_str(t->strides),
+          "); an output must not write one element twice");
+    extent += static_cast<__int128>(size - 1) * stride;
+  }
+}
+
+Round check_cube_math(int8_t cube, aclDataType promoted, const SocProfile& soc) {
+  check(cube >= 0 && cube <= 3, ACLNN_ERR_PARAM_INVALID, "cubeMathType = ", static_cast<int>(cube),
+        " is invalid; it must be 0 (KEEP_DTYPE), 1 (ALLOW_FP32_DOWN_PRECISION), 2 (USE_FP16) or 3 ",
+        "(USE_HF32)");
+  switch (promoted) {
+    case ACL_DOUBLE:
+      return Round::kNone;  // aclgrad extension: exact, cubeMathType ignored
+    case ACL_FLOAT16:
+      return Round::kNone;  // fp16 operands, fp32 accumulation, whatever the mode
+    case ACL_BF16:
+      check(cube != 2, ACLNN_ERR_PARAM_INVALID,
+            "cubeMathType = 2 (USE_FP16) is not supported for BFLOAT16 inputs on ", soc.name);
+      return Round::kNone;
+    default:
+      break;
+  }
+  // FLOAT (possibly promoted from a 16-bit mix).
+  if (soc.old_series) {
+    check(cube == 1 || cube == 2, ACLNN_ERR_PARAM_INVALID,
+          "cubeMathType = ", static_cast<int>(cube), cube == 0 ? " (KEEP_DTYPE)" : " (USE_HF32)",
+          " is not supported for FLOAT inputs on ", soc.name,
+          " (its Cube unit has no fp32/hf32 mode); use 1 or 2 (computed in FLOAT16)");
+    return Round::kFp16;
+  }
+  if (cube == 0) return Round::kNone;
+  if (cube == 2) return Round::kFp16;
+  return Round::kHf32;  // 1 ALLOW_FP32_DOWN_PRECISION and 3 USE_HF32
+}
+
+View5 make_view(const aclTensor* t, std::array<int, 5> axes) {
+  View5 v;
+  v.data = static_cast<char*>(t->data);
+  v.offset = t->offset;
+  v.dtype = t->dtype;
+  for (int i = 0; i < 5; ++i) {
+    if (axes[i] < 0) continue;
+    v.dims[i] = t->view_dims[axes[i]];
+    v.strides[i] = t->strides[axes[i]];
+  }
+  return v;
+}
+
+View5 conv_view(const aclTensor* t) {
+  switch (t->dim()) {
+    case 3:
+      return make_view(t, {0, 1, -1, -1, 2});
+    case 4:
+      return make_view(t, {0, 1, -1, 2, 3});
+    default:
+      return make_view(t, {0, 1, 2, 3, 4});
+  }
+}
+
+View5 channel_view(const aclTensor* t) {
+  return make_view(t, {-1, 0, -1, -1, -1});
+}
+
+}  // namespace aclnn_cpu::conv

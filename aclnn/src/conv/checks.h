@@ -1,0 +1,64 @@
+// Phase-1 argument checks shared by the convolution APIs: SoC profile, null/dtype/format/layout
+// checks of single tensors, dtype promotion and cubeMathType. Every check throws ApiError with a
+// message naming the parameter, its value and the rule (the API name is prefixed by guard_aclnn).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "aclnn/aclnn_base.h"
+#include "conv/strided.h"
+#include "meta.h"
+
+namespace aclnn_cpu::conv {
+
+// The SoC whose documented behaviour is emulated, chosen by env ACLNN_CPU_SOC at every phase 1:
+// Ascend910B (default) and Ascend910_93 = Atlas A2/A3 column of the spec, Ascend910_95 its own
+// column, Ascend910 / Ascend310P = the older training / inference series.
+struct SocProfile {
+  const char* name = "Ascend910B";
+  bool a2 = true;                 // Ascend910B / Ascend910_93: A2 hardware limits on regular convs
+  bool is_910_95 = false;         // outputs must have exactly their source's dtype
+  bool old_series = false;        // Ascend910 / Ascend310P
+  bool bf16 = true;               // BF16 tensors accepted
+  bool conv3d = true;             // 3-d convolutions accepted
+  bool empty_tensors = true;      // N = 0 / C = 0 tensors accepted
+  bool transposed_limits = true;  // the transposed-conv limits (stride H/W <= 63, ...)
+};
+SocProfile current_soc();
+
+// 161001 "<name> is null" unless p is set.
+void require(const void* p, const char* name);
+void require(const void* p, const std::string& name);
+
+// dtype in {FLOAT, FLOAT16, BFLOAT16 (if the SoC has it), DOUBLE}.
+void check_dtype(const char* name, const aclTensor* t, const SocProfile& soc);
+// f16+f32 -> f32, bf16+f16 -> f32, anything+double -> double, equal -> itself.
+aclDataType promote(aclDataType a, aclDataType b);
+
+// Format of a convolution activation/weight: 3-d ND or NCL, 4-d NCHW, 5-d NCDHW.
+void check_conv_format(const char* name, const aclTensor* t);
+// Format is one of `allowed`.
+void check_format(const char* name, const aclTensor* t, std::initializer_list<aclFormat> allowed);
+
+// The view is sane: dims >= 0 and below 2^31, element and byte counts fit int64, strides >= 0,
+// offset >= 0, every reachable element inside the storage, and a non-null data pointer when the
+// view has elements (161002 otherwise). Outputs must in addition not overlap themselves.
+void check_layout(const char* name, const aclTensor* t, bool is_output);
+
+// Validates cubeMathType for the promoted compute dtype and returns the operand rounding.
+Round check_cube_math(int8_t cube_math_type, aclDataType promoted, const SocProfile& soc);
+
+// A 5-d view of `t`: view dim i is tensor axis axes[i], or a unit dim when axes[i] < 0.
+View5 make_view(const aclTensor* t, std::array<int, 5> axes);
+// Rank-3/4/5 convolution tensor as [N, C, D, H, W] (1d: D = H = 1, 2d: D = 1).
+View5 conv_view(const aclTensor* t);
+// 1-d tensor [C] as [1, C, 1, 1, 1].
+View5 channel_view(const aclTensor* t);
+
+const char* dtype_str(aclDataType d);  // "FLOAT16 (1)"-style rendering for messages
+std::string shape_of(const aclTensor* t);
+
+}  // namespace aclnn_cpu::conv

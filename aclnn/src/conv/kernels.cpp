@@ -1,0 +1,243 @@
+#include "conv/kernels.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include <cblas.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "conv/im2col.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+// Column-buffer budget per thread: the im2col chunk of one task stays around L2 size.
+constexpr int64_t kColumnBudgetBytes = int64_t{2} << 20;
+// Fewest columns per chunk (below this GEMM efficiency collapses), unless the row is shorter.
+constexpr int64_t kMinColumns = 16;
+// Cap on the memory spent on grad-weight partials when splitting the batch for parallelism.
+constexpr int64_t kPartialBudgetBytes = int64_t{256} << 20;
+
+// Row-major C[M, N] = op(A)[M, K] * op(B)[K, N] + beta * C with OpenBLAS; K == 0 means op(A)*op(B)
+// is zero. Dimensions were checked against kMaxGemmDim in phase 1.
+inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, A,
+              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
+              static_cast<blasint>(ldc));
+}
+
+inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
+                 const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (beta == 0.0)
+      for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0);
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0, A,
+              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
+              static_cast<blasint>(ldc));
+}
+
+// Columns per chunk for a column matrix of `rows` rows: within the budget, at least kMinColumns,
+// at most `total`, and no more than total / want_chunks (rounded up) so there are enough tasks.
+int64_t chunk_columns(int64_t rows, int64_t total, size_t elem_bytes, int64_t want_chunks) {
+  if (total <= 0) return 1;
+  int64_t cols = rows > 0 ? kColumnBudgetBytes / (rows * static_cast<int64_t>(elem_bytes)) : total;
+  cols = std::min(cols, ceil_div(total, std::max<int64_t>(1, want_chunks)));
+  return std::clamp<int64_t>(cols, std::min(kMinColumns, total), total);
+}
+
+// Splits `count` items into `want` blocks of equal size (rounded up); returns the block size.
+int64_t block_size(int64_t count, int64_t want) {
+  if (count <= 0) return 1;
+  return ceil_div(count, std::clamp<int64_t>(want, 1, count));
+}
+
+// The scratch slot of the calling thread (tasks only run inside the plan's task_arena).
+int current_slot(int slots) {
+  const int slot = tbb::this_task_arena::current_thread_index();
+  if (slot < 0 || slot >= slots)
+    throw std::logic_error("conv kernel ran outside its task arena (thread slot out of range)");
+  return slot;
+}
+
+// Runs body(task) for task in [0, count) in parallel.
+template <typename Body>
+void for_tasks(int64_t count, Body&& body) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, 1),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t t = r.begin(); t != r.end(); ++t) body(t);
+                    });
+}
+
+}  // namespace
+
+void init_blas_threads() {
+  // OpenBLAS (pthreads build) would otherwise start its own pool on every core from inside each
+  // TBB task: 2 x cores threads fighting over the cores. Parallelism belongs to TBB; every GEMM
+  // runs single-threaded on the task's thread. Process-wide and idempotent.
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, KernelUse use) {
+  KernelPlan p;
+  p.slots = std::max(1, slots);
+  p.pointwise = g.pointwise();
+  const int64_t K = g.k_size(), Cig = g.cin_g(), S_out = g.out_size();
+  const int64_t items = std::max<int64_t>(1, g.N * g.groups);  // (sample, group) pairs
+  const int64_t want = ceil_div(4 * p.slots, items);           // extra splits per pair wanted
+  int64_t col = 0;
+  if (use.forward) {
+    p.fwd_cols = chunk_columns(p.pointwise ? 0 : Cig * K, S_out, elem_bytes, want);
+    if (!p.pointwise) col = std::max(col, Cig * K * p.fwd_cols);
+  }
+  if (use.backward_data) {
+    p.bd_cblock = block_size(Cig, want);
+    p.bd_cols = chunk_columns(p.bd_cblock * K, S_out, elem_bytes, 1);
+    if (!p.pointwise) col = std::max(col, p.bd_cblock * K * p.bd_cols);
+  }
+  if (use.backward_weight) {
+    // Split input channels first (no reduction needed), then batch ranges with partials.
+    p.bw_cblock = block_size(Cig, ceil_div(2 * p.slots, std::max<int64_t>(1, g.groups)));
+    p.bw_cols = chunk_columns(p.bw_cblock * K, S_out, elem_bytes, 1);
+    if (!p.pointwise) col = std::max(col, p.bw_cblock * K * p.bw_cols);
+    const int64_t tasks = g.groups * ceil_div(std::max<int64_t>(Cig, 1), p.bw_cblock);
+    p.partial_elems = g.C_out * Cig * K;
+    const int64_t max_by_memory =
+        1 + kPartialBudgetBytes /
+                std::max<int64_t>(1, p.partial_elems * static_cast<int64_t>(elem_bytes));
+    p.bw_ranges = tasks >= p.slots
+                      ? 1
+                      : std::clamp<int64_t>(ceil_div(p.slots, tasks), 1, std::max<int64_t>(1, g.N));
+    p.bw_ranges = std::min(p.bw_ranges, max_by_memory);
+  }
+  p.col_elems = col;
+  return p;
+}
+
+template <typename T>
+void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w, T* y,
+             const Scratch<T>& s) {
+  // y[n, g] (Cog x S_out) = w[g] (Cog x Cig*K) * col(x[n, g]) (Cig*K x S_out), by column chunks.
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows();
+  const int64_t S_in = g.in_size(), S_out = g.out_size();
+  const int64_t chunks = ceil_div(S_out, p.fwd_cols);
+  for_tasks(g.N * g.groups * chunks, [&](int64_t t) {
+    const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
+    const int64_t j0 = chunk * p.fwd_cols, j1 = std::min(S_out, j0 + p.fwd_cols);
+    const T* xg = x + (n * g.C_in + grp * Cig) * S_in;
+    const T* wg = w + grp * Cog * rows;
+    T* yg = y + (n * g.C_out + grp * Cog) * S_out + j0;
+    if (p.pointwise) {
+      gemm(false, false, Cog, j1 - j0, Cig, wg, rows, xg + j0, S_in, T(0), yg, S_out);
+      return;
+    }
+    T* col = s.col + current_slot(p.slots) * p.col_elems;
+    im2col(g, xg, Cig, j0, j1, col);
+    gemm(false, false, Cog, j1 - j0, rows, wg, rows, col, j1 - j0, T(0), yg, S_out);
+  });
+}
+
+template <typename T>
+void backward_data(const ConvGeometry& g, const KernelPlan& p, const T* dy, const T* w, T* dx,
+                   const Scratch<T>& s) {
+  // dx[n, g, c-block] = col2im(w[g][:, c-block]^T (cb*K x Cog) * dy[n, g] (Cog x S_out)): the
+  // adjoint of forward. Tasks own disjoint input-channel blocks, so col2im needs no locking.
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows(), K = g.k_size();
+  const int64_t S_in = g.in_size(), S_out = g.out_size();
+  const int64_t blocks = ceil_div(Cig, p.bd_cblock);
+  for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
+    const int64_t b = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
+    const int64_t c0 = b * p.bd_cblock, nc = std::min(Cig, c0 + p.bd_cblock) - c0;
+    const T* dyg = dy + (n * g.C_out + grp * Cog) * S_out;
+    const T* wg = w + grp * Cog * rows + c0 * K;  // columns c0*K.. of w[g] (ld rows)
+    T* dxg = dx + (n * g.C_in + grp * Cig + c0) * S_in;
+    if (p.pointwise) {
+      gemm(true, false, nc, S_in, Cog, wg, rows, dyg, S_out, T(0), dxg, S_in);
+      return;
+    }
+    T* col = s.col + current_slot(p.slots) * p.col_elems;
+    std::memset(dxg, 0, static_cast<size_t>(nc * S_in) * sizeof(T));
+    for (int64_t j0 = 0; j0 < S_out; j0 += p.bd_cols) {
+      const int64_t j1 = std::min(S_out, j0 + p.bd_cols);
+      gemm(true, false, nc * K, j1 - j0, Cog, wg, rows, dyg + j0, S_out, T(0), col, j1 - j0);
+      col2im(g, col, nc, j0, j1, dxg);
+    }
+  });
+}
+
+template <typename T>
+void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* dy, T* dw,
+                     const Scratch<T>& s) {
+  // dw[g][:, c-block] = sum_n dy[n, g] (Cog x S_out) * col(x[n, g, c-block])^T (S_out x cb*K).
+  // Task (range r, group, channel block) sums its batch range into dw (r = 0) or partial r;
+  // the partials are then added to dw in range order.
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows(), K = g.k_size();
+  const int64_t S_in = g.in_size(), S_out = g.out_size();
+  const int64_t blocks = ceil_div(std::max<int64_t>(Cig, 1), p.bw_cblock);
+  const int64_t R = p.bw_ranges;
+  for_tasks(R * g.groups * blocks, [&](int64_t t) {
+    const int64_t b = t % blocks, rg = t / blocks, grp = rg % g.groups, r = rg / g.groups;
+    const int64_t c0 = b * p.bw_cblock,
+                  nc = std::max<int64_t>(0, std::min(Cig, c0 + p.bw_cblock) - c0);
+    const int64_t n0 = g.N * r / R, n1 = g.N * (r + 1) / R;
+    T* dst = (r == 0 ? dw : s.partials + (r - 1) * p.partial_elems) + grp * Cog * rows + c0 * K;
+    for (int64_t o = 0; o < Cog; ++o) std::fill(dst + o * rows, dst + o * rows + nc * K, T(0));
+    if (nc == 0) return;
+    T* col = p.pointwise ? nullptr : s.col + current_slot(p.slots) * p.col_elems;
+    for (int64_t n = n0; n < n1; ++n) {
+      const T* dyg = dy + (n * g.C_out + grp * Cog) * S_out;
+      const T* xg = x + (n * g.C_in + grp * Cig + c0) * S_in;
+      if (p.pointwise) {
+        gemm(false, true, Cog, nc, S_out, dyg, S_out, xg, S_in, T(1), dst, rows);
+        continue;
+      }
+      for (int64_t j0 = 0; j0 < S_out; j0 += p.bw_cols) {
+        const int64_t j1 = std::min(S_out, j0 + p.bw_cols);
+        im2col(g, xg, nc, j0, j1, col);
+        gemm(false, true, Cog, nc * K, j1 - j0, dyg + j0, S_out, col, j1 - j0, T(1), dst, rows);
+      }
+    }
+  });
+  if (R <= 1) return;
+  const int64_t total = g.C_out * rows;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 4096),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t e = r.begin(); e != r.end(); ++e) {
+                        T acc = dw[e];
+                        for (int64_t k = 0; k + 1 < R; ++k)
+                          acc += s.partials[k * p.partial_elems + e];
+                        dw[e] = acc;
+                      }
+                    });
+}
+
+template void forward<float>(const ConvGeometry&, const KernelPlan&, const float*, const float*,
+                             float*, const Scratch<float>&);
+template void forward<double>(const ConvGeometry&, const KernelPlan&, const double*, const double*,
+                              double*, const Scratch<double>&);
+template void backward_data<float>(const ConvGeometry&, const KernelPlan&, const float*,
+                                   const float*, float*, const Scratch<float>&);
+template void backward_data<double>(const ConvGeometry&, const KernelPlan&, const double*,
+                                    const double*, double*, const Scratch<double>&);
+template void backward_weight<float>(const ConvGeometry&, const KernelPlan&, const float*,
+                                     const float*, float*, const Scratch<float>&);
+template void backward_weight<double>(const ConvGeometry&, const KernelPlan&, const double*,
+                                      const double*, double*, const Scratch<double>&);
+
+}  // namespace aclnn_cpu::conv

@@ -1,0 +1,75 @@
+// The three convolution primitives on a regular ConvGeometry, for dense compute buffers of T
+// (float or double):
+//
+//   forward          y  [N, C_out, S_out] = conv(x [N, C_in, S_in], w [C_out, Cig*K])
+//   backward_data    dx [N, C_in,  S_in]  = dL/dx given dy [N, C_out, S_out] and w
+//   backward_weight  dw [C_out, Cig*K]    = dL/dw given x and dy
+//
+// Each is im2col/col2im + GEMM (OpenBLAS) per (sample, group), with the column matrix built in
+// chunks of columns (or of input channels) so the per-thread buffer stays a couple of MB, and a
+// direct GEMM without im2col for pointwise (1x1, stride 1, no padding) geometries.
+//
+// Threading: the work is split into independent tasks run by oneTBB; OpenBLAS is set to one thread
+// (process-wide, once, see kernels.cpp) so each task's GEMM runs on the thread that runs the task
+// and the two libraries never oversubscribe the cores. Tasks index their scratch by
+// tbb::this_task_arena::current_thread_index(), so callers run these inside a task_arena whose
+// concurrency equals KernelPlan::slots. Results are deterministic for a given plan: every output
+// element is produced by one task in a fixed order, and the grad-weight partial sums over batch
+// ranges are added in range order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "conv/geometry.h"
+
+namespace aclnn_cpu::conv {
+
+// How the primitives split the work; decided in phase 1 (it sizes the workspace).
+struct KernelPlan {
+  int slots = 1;              // scratch slots = threads that may run tasks concurrently
+  bool pointwise = false;     // no im2col needed
+  int64_t fwd_cols = 1;       // forward: columns (output positions) per task
+  int64_t bd_cblock = 1;      // backward data: input channels per task
+  int64_t bd_cols = 1;        //   columns per GEMM + col2im step within a task
+  int64_t bw_cblock = 1;      // backward weight: input channels per task
+  int64_t bw_cols = 1;        //   columns per im2col + GEMM step
+  int64_t bw_ranges = 1;      //   batch ranges reduced through partial buffers (1 = none)
+  int64_t col_elems = 0;      // column buffer elements per slot
+  int64_t partial_elems = 0;  // elements of one grad-weight partial (bw_ranges - 1 of them)
+};
+
+// Which primitives a plan must serve.
+struct KernelUse {
+  bool forward = false;
+  bool backward_data = false;
+  bool backward_weight = false;
+};
+
+KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, KernelUse use);
+
+// Largest value a GEMM dimension or leading dimension may take (OpenBLAS blasint is 32-bit).
+inline constexpr int64_t kMaxGemmDim = 2147483647;
+
+// Scratch carved from the workspace: slots * col_elems column elements and
+// (bw_ranges - 1) * partial_elems grad-weight partials.
+template <typename T>
+struct Scratch {
+  T* col = nullptr;
+  T* partials = nullptr;
+};
+
+template <typename T>
+void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w, T* y,
+             const Scratch<T>& s);
+template <typename T>
+void backward_data(const ConvGeometry& g, const KernelPlan& p, const T* dy, const T* w, T* dx,
+                   const Scratch<T>& s);
+template <typename T>
+void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* dy, T* dw,
+                     const Scratch<T>& s);
+
+// Sets OpenBLAS to a single thread, once per process (see the threading note above).
+void init_blas_threads();
+
+}  // namespace aclnn_cpu::conv

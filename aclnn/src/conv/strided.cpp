@@ -1,0 +1,227 @@
+#include "conv/strided.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include "conv/half.h"
+#include "meta.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+// Storage element types, distinguishable by type so the dtype switch happens once per call.
+struct F16 {
+  uint16_t bits;
+};
+struct BF16 {
+  uint16_t bits;
+};
+
+template <typename T>
+T load(float v) {
+  return static_cast<T>(v);
+}
+template <typename T>
+T load(double v) {
+  return static_cast<T>(v);
+}
+template <typename T>
+T load(F16 v) {
+  return static_cast<T>(half_to_float(v.bits));
+}
+template <typename T>
+T load(BF16 v) {
+  return static_cast<T>(bf16_to_float(v.bits));
+}
+
+// Narrowing stores round to nearest even. (double -> fp16/bf16 goes through float, which can
+// double-round in the last bit; only the DOUBLE-compute + 16-bit-output mix reaches it.)
+template <typename Dst, typename T>
+Dst store(T v) {
+  if constexpr (std::is_same_v<Dst, F16>) {
+    return F16{float_to_half(static_cast<float>(v))};
+  } else if constexpr (std::is_same_v<Dst, BF16>) {
+    return BF16{float_to_bf16(static_cast<float>(v))};
+  } else {
+    return static_cast<Dst>(v);
+  }
+}
+
+// Calls fn(Tag{}) with Tag the storage type of `dtype`.
+template <typename Fn>
+void dispatch(aclDataType dtype, Fn&& fn) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      return fn(float{});
+    case ACL_DOUBLE:
+      return fn(double{});
+    case ACL_FLOAT16:
+      return fn(F16{});
+    case ACL_BF16:
+      return fn(BF16{});
+    default:
+      throw std::logic_error("conv engine reached an unsupported dtype");
+  }
+}
+
+// Runs body(row) for every row (i0, i1, i2, i3) of a 5-d view in parallel; rows are the
+// innermost-dim runs, so a row's elements are `dims[4]` apart by `strides[4]`.
+template <typename Body>
+void for_each_row(const std::array<int64_t, 5>& dims, Body&& body) {
+  const int64_t rows = dims[0] * dims[1] * dims[2] * dims[3];
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, dims[4]));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, rows, grain),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t row = r.begin(); row != r.end(); ++row) body(row);
+                    });
+}
+
+// Element offset (in elements, from the view origin) of the first element of `row`.
+inline int64_t row_offset(const std::array<int64_t, 5>& dims, const std::array<int64_t, 5>& st,
+                          int64_t row) {
+  const int64_t i3 = row % dims[3];
+  row /= dims[3];
+  const int64_t i2 = row % dims[2];
+  row /= dims[2];
+  const int64_t i1 = row % dims[1];
+  const int64_t i0 = row / dims[1];
+  return i0 * st[0] + i1 * st[1] + i2 * st[2] + i3 * st[3];
+}
+
+template <typename T, Round R>
+T rounded(T v) {
+  if constexpr (std::is_same_v<T, float> && R == Round::kHf32) return round_to_hf32(v);
+  if constexpr (std::is_same_v<T, float> && R == Round::kFp16) return round_to_half(v);
+  return v;
+}
+
+template <typename T, Round R, typename Src>
+void pack_rows(const View5& v, T* dst) {
+  const Src* base = reinterpret_cast<const Src*>(v.origin());
+  const int64_t W = v.dims[4];
+  const int64_t sw = v.strides[4];
+  for_each_row(v.dims, [&](int64_t row) {
+    const Src* p = base + row_offset(v.dims, v.strides, row);
+    T* q = dst + row * W;
+    if (sw == 1) {
+      for (int64_t i = 0; i < W; ++i) q[i] = rounded<T, R>(load<T>(p[i]));
+    } else {
+      for (int64_t i = 0; i < W; ++i) q[i] = rounded<T, R>(load<T>(p[i * sw]));
+    }
+  });
+}
+
+}  // namespace
+
+bool View5::contiguous() const {
+  int64_t expected = 1;
+  for (int d = 4; d >= 0; --d) {
+    if (dims[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= dims[d];
+  }
+  return true;
+}
+
+char* View5::origin() const {
+  return data + offset * static_cast<int64_t>(dtype_size(dtype));
+}
+
+template <typename T>
+bool usable_in_place(const View5& v, Round round) {
+  const aclDataType want = std::is_same_v<T, double> ? ACL_DOUBLE : ACL_FLOAT;
+  return v.dtype == want && round == Round::kNone && v.contiguous();
+}
+
+template <typename T>
+void pack(const View5& src, T* dst, Round round) {
+  if (src.numel() == 0) return;
+  dispatch(src.dtype, [&](auto tag) {
+    using Src = decltype(tag);
+    switch (round) {
+      case Round::kNone:
+        return pack_rows<T, Round::kNone, Src>(src, dst);
+      case Round::kHf32:
+        return pack_rows<T, Round::kHf32, Src>(src, dst);
+      case Round::kFp16:
+        return pack_rows<T, Round::kFp16, Src>(src, dst);
+    }
+  });
+}
+
+template <typename T>
+void unpack(const T* src, const View5& dst) {
+  if (dst.numel() == 0) return;
+  dispatch(dst.dtype, [&](auto tag) {
+    using Dst = decltype(tag);
+    Dst* base = reinterpret_cast<Dst*>(dst.origin());
+    const int64_t W = dst.dims[4];
+    const int64_t sw = dst.strides[4];
+    for_each_row(dst.dims, [&](int64_t row) {
+      Dst* p = base + row_offset(dst.dims, dst.strides, row);
+      const T* q = src + row * W;
+      for (int64_t i = 0; i < W; ++i) p[i * sw] = store<Dst>(q[i]);
+    });
+  });
+}
+
+template <typename T>
+void channel_sum(const View5& src, T* out) {
+  const int64_t C = src.dims[1];
+  if (C == 0) return;
+  if (src.numel() == 0) {
+    fill_zero(out, C);
+    return;
+  }
+  dispatch(src.dtype, [&](auto tag) {
+    using Src = decltype(tag);
+    const Src* base = reinterpret_cast<const Src*>(src.origin());
+    const auto& d = src.dims;
+    const auto& s = src.strides;
+    tbb::parallel_for(int64_t{0}, C, [&](int64_t c) {
+      double acc = 0;  // fixed order: n, d, h, w
+      for (int64_t n = 0; n < d[0]; ++n)
+        for (int64_t i2 = 0; i2 < d[2]; ++i2)
+          for (int64_t i3 = 0; i3 < d[3]; ++i3) {
+            const Src* p = base + n * s[0] + c * s[1] + i2 * s[2] + i3 * s[3];
+            for (int64_t i4 = 0; i4 < d[4]; ++i4) acc += load<double>(p[i4 * s[4]]);
+          }
+      out[c] = static_cast<T>(acc);
+    });
+  });
+}
+
+template <typename T>
+void add_channel_bias(T* buf, const T* bias, int64_t N, int64_t C, int64_t S) {
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, N * C, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S))),
+      [&](const tbb::blocked_range<int64_t>& r) {
+        for (int64_t nc = r.begin(); nc != r.end(); ++nc) {
+          const T b = bias[nc % C];
+          T* p = buf + nc * S;
+          for (int64_t i = 0; i < S; ++i) p[i] += b;
+        }
+      });
+}
+
+template <typename T>
+void fill_zero(T* buf, int64_t count) {
+  if (count > 0) std::memset(buf, 0, static_cast<size_t>(count) * sizeof(T));
+}
+
+#define ACLNN_CONV_INSTANTIATE(T)                                             \
+  template bool usable_in_place<T>(const View5&, Round);                      \
+  template void pack<T>(const View5&, T*, Round);                             \
+  template void unpack<T>(const T*, const View5&);                            \
+  template void channel_sum<T>(const View5&, T*);                             \
+  template void add_channel_bias<T>(T*, const T*, int64_t, int64_t, int64_t); \
+  template void fill_zero<T>(T*, int64_t);
+ACLNN_CONV_INSTANTIATE(float)
+ACLNN_CONV_INSTANTIATE(double)
+#undef ACLNN_CONV_INSTANTIATE
+
+}  // namespace aclnn_cpu::conv
