@@ -63,6 +63,9 @@ void copy_into(const Tensor& dst, Tensor src) {
   }
   check<ShapeError>(ok, "copy_: source of shape ", src.sizes(),
                     " cannot be broadcast to the destination shape ", dst.sizes());
+  check(!dst.layout().has_internal_overlap(), "copy_: the destination (shape ", dst.sizes(),
+        ", strides ", dst.strides(),
+        ") has several elements at one memory location (stride 0); clone() it first");
   if (may_overlap(dst, src)) {
     if (dst.dtype() == src.dtype() && dst.layout().sizes() == src.layout().sizes() &&
         dst.strides() == src.strides() && dst.storage_offset() == src.storage_offset()) {

@@ -57,16 +57,23 @@ Layout::Layout(Shape sizes, Shape strides, int64_t offset)
     check<ShapeError>(strides_[d] >= 0, "layout: stride ", strides_[d], " at dimension ", d,
                       " is negative");
   }
+  const auto end = extent(sizes_, strides_, offset_);
+  check<IndexError>(end.has_value(), "layout: sizes ", sizes_, " with strides ", strides_,
+                    " and offset ", offset_, " overflow int64 indices");
+  extent_ = *end;
   contiguous_ = compute_contiguous(sizes_, strides_, numel_);
+}
+
+bool Layout::has_internal_overlap() const {
+  for (size_t d = 0; d < sizes_.size(); ++d) {
+    if (sizes_[d] > 1 && strides_[d] == 0) return true;
+  }
+  return false;
 }
 
 Layout Layout::contiguous(Shape sizes, int64_t offset) {
   Shape strides = contiguous_strides(sizes);
   return Layout(std::move(sizes), std::move(strides), offset);
-}
-
-int64_t Layout::storage_extent() const {
-  return extent(sizes_, strides_, offset_).value_or(0);
 }
 
 Shape contiguous_strides(const Shape& sizes) {

@@ -19,7 +19,8 @@ class Layout {
  public:
   /// A 0-dim (scalar) layout at offset 0.
   Layout() = default;
-  /// Checks ranks match, sizes >= 0, strides >= 0, offset >= 0 and that numel fits in int64.
+  /// Checks ranks match, sizes >= 0, strides >= 0, offset >= 0 and that numel and the largest
+  /// reachable index fit in int64.
   Layout(Shape sizes, Shape strides, int64_t offset);
   /// Row-major contiguous layout of the given sizes.
   static Layout contiguous(Shape sizes, int64_t offset = 0);
@@ -32,13 +33,17 @@ class Layout {
   /// Row-major contiguous (dims of size 1 may have any stride; empty layouts are contiguous).
   bool is_contiguous() const { return contiguous_; }
   /// Elements of storage needed from index 0: offset + max reachable index + 1 (0 if empty).
-  int64_t storage_extent() const;
+  int64_t storage_extent() const { return extent_; }
+  /// True when two different indices surely address the same element (a dim of size > 1 with
+  /// stride 0, as made by expand). In-place writes into such a layout are rejected.
+  bool has_internal_overlap() const;
 
  private:
   Shape sizes_;
   Shape strides_;
   int64_t offset_ = 0;
   int64_t numel_ = 1;
+  int64_t extent_ = 1;
   bool contiguous_ = true;
 };
 

@@ -248,6 +248,27 @@ TEST(Errors, ElementAccess) {
   expect_contains(message_of<Error>([] { Tensor().numel(); }), {"undefined tensor"});
 }
 
+TEST(Errors, CopyIntoExpandedDestination) {
+  Tensor row = zeros({3});
+  expect_contains(message_of<Error>([&] {
+                    row.expand({2, 3}).copy_(ones({2, 3}));
+                  }),
+                  {"copy_", "[2, 3]", "strides [0, 1]", "stride 0"});
+  row.expand({1, 3}).copy_(ones({1, 3}));  // size-1 dims with stride 0 do not overlap
+  EXPECT_EQ(row.to_vector<float>(), (std::vector<float>{1, 1, 1}));
+}
+
+TEST(Errors, LayoutIndexOverflow) {
+  expect_contains(message_of<IndexError>([] {
+                    Layout({3, 2}, {int64_t{1} << 62, 1}, 0);
+                  }),
+                  {"layout", "[3, 2]", "overflow"});
+  expect_contains(message_of<ShapeError>([] {
+                    Layout({3, 2}, {1}, 0);
+                  }),
+                  {"layout", "[3, 2]", "[1]", "same length"});
+}
+
 TEST(Errors, BroadcastingInCopyAndIteration) {
   expect_contains(message_of<ShapeError>([] {
                     zeros({2, 3}).copy_(zeros({2}));

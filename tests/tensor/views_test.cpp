@@ -193,6 +193,14 @@ TEST(Views, SqueezeUnsqueezeFlatten) {
   EXPECT_FALSE(tr.flatten().shares_storage(tr));
 }
 
+TEST(Views, UnsqueezeStridesFollowPyTorch) {
+  // The new dim's stride is size * stride of the dim it is inserted before (1 at the end).
+  EXPECT_EQ(empty({2, 3}).unsqueeze(1).strides(), (Shape{3, 3, 1}));
+  EXPECT_EQ(empty({2, 3}).unsqueeze(2).strides(), (Shape{3, 1, 1}));
+  EXPECT_EQ(empty({2, 3}).t().unsqueeze(1).strides(), (Shape{1, 6, 3}));
+  EXPECT_EQ(empty({2, 3}).t().unsqueeze(0).strides(), (Shape{3, 1, 3}));
+}
+
 TEST(Views, TOnlySwapsTwoDims) {
   Tensor m = empty({2, 5});
   EXPECT_EQ(m.t().sizes(), (Shape{5, 2}));
