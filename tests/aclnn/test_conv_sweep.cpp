@@ -39,15 +39,17 @@ std::vector<ConvCase> MaskVariants(const ConvCase& base) {
   return out;
 }
 
-// f16, bf16, f64, and mixed f16 gradOutput + f32 input/weight (promoted to f32).
+// f16, bf16, f64, and mixed dtypes promoted to f32: f16 gradOutput + f32 input/weight,
+// bf16 gradOutput + f16 input/weight, f32 gradOutput + f16 input + bf16 weight. Each gradient has
+// the dtype of its operand (gradBias that of gradOutput).
 std::vector<ConvCase> DtypeVariants(const ConvCase& base) {
   struct Dtypes {
     aclDataType gy, x, w;
   };
-  const Dtypes kDtypes[] = {{ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT16},
-                            {ACL_BF16, ACL_BF16, ACL_BF16},
-                            {ACL_DOUBLE, ACL_DOUBLE, ACL_DOUBLE},
-                            {ACL_FLOAT16, ACL_FLOAT, ACL_FLOAT}};
+  const Dtypes kDtypes[] = {
+      {ACL_FLOAT16, ACL_FLOAT16, ACL_FLOAT16}, {ACL_BF16, ACL_BF16, ACL_BF16},
+      {ACL_DOUBLE, ACL_DOUBLE, ACL_DOUBLE},    {ACL_FLOAT16, ACL_FLOAT, ACL_FLOAT},
+      {ACL_BF16, ACL_FLOAT16, ACL_FLOAT16},    {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}};
   std::vector<ConvCase> out;
   for (const Dtypes& d : kDtypes) {
     ConvCase c = base;
@@ -58,8 +60,13 @@ std::vector<ConvCase> DtypeVariants(const ConvCase& base) {
 }
 
 // Every input and output permuted, or permuted + offset + padded/stepped strides; f32 and f16.
+// Plus expanded inputs (stride 0 on N and the last dim, as autograd hands over the gradient of a
+// sum) with padded outputs.
 std::vector<ConvCase> LayoutVariants(const ConvCase& base) {
   std::vector<ConvCase> out;
+  ConvCase e = base;
+  e.layout = Layout::kExpanded;
+  out.push_back(e);
   for (Layout layout : {Layout::kPermuted, Layout::kPadded})
     for (aclDataType dt : {ACL_FLOAT, ACL_FLOAT16}) {
       ConvCase c = base;
@@ -92,12 +99,14 @@ std::vector<ConvCase> CubeVariants(const ConvCase& base) {
 class ConvSweep : public ::testing::TestWithParam<ConvCase> {};
 
 // FLOAT, contiguous, all outputs, KEEP_DTYPE; 2d padding given both as [ph, pw] and as
-// [top, bottom, left, right].
+// [top, bottom, left, right]; forward with and without bias.
 TEST_P(ConvSweep, Float) {
   ConvCase c = GetParam();
   std::vector<ConvCase> cases{c};
   if (c.geom.spatial() == 2 && !c.four_pad) cases.push_back(c), cases.back().four_pad = true;
   acltest::ExpectAllMatch(cases, /*forward=*/true);
+  c.forward_bias = false;
+  EXPECT_TRUE(acltest::CheckConvForward(c));
 }
 TEST_P(ConvSweep, OutputMaskSubsets) {
   acltest::ExpectAllMatch(MaskVariants(GetParam()), /*forward=*/false);
@@ -129,5 +138,18 @@ TEST_P(ConvSweepEmpty, WeightAndBiasPadded) {
 }
 INSTANTIATE_TEST_SUITE_P(Empty, ConvSweepEmpty, ::testing::ValuesIn(acltest::EmptyCases()),
                          GeomName);
+
+// A spread of the geometric cross product (every 5th geometry), FLOAT, forward and backward; the
+// whole product runs in test_conv_sweep_long.cpp.
+std::vector<ConvCase> CrossSlice() {
+  std::vector<ConvCase> all = acltest::GeometricCrossProduct(), out;
+  for (size_t i = 0; i < all.size(); i += 5) out.push_back(all[i]);
+  return out;
+}
+class ConvSweepCrossSlice : public ::testing::TestWithParam<ConvCase> {};
+TEST_P(ConvSweepCrossSlice, Float) {
+  acltest::ExpectAllMatch({GetParam()}, true);
+}
+INSTANTIATE_TEST_SUITE_P(Cross, ConvSweepCrossSlice, ::testing::ValuesIn(CrossSlice()), GeomName);
 
 }  // namespace

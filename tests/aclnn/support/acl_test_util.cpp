@@ -112,12 +112,27 @@ std::string LayoutName(Layout layout) {
       return "permuted";
     case Layout::kPadded:
       return "padded";
+    case Layout::kExpanded:
+      return "expanded";
   }
   return "?";
 }
 
 StridedLayout MakeLayout(const std::vector<int64_t>& shape, Layout layout, uint64_t seed) {
   const size_t rank = shape.size();
+  if (layout == Layout::kExpanded) {
+    StridedLayout out;
+    out.strides.assign(rank, 0);
+    out.offset = 1;
+    int64_t stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      if (d == 0 || d + 1 == rank) continue;  // broadcast dims keep stride 0
+      out.strides[d] = stride;
+      stride *= shape[d];
+    }
+    out.storage_elems = out.offset + stride;
+    return out;
+  }
   std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + rank);
   std::vector<size_t> order(rank);  // order[0] = outermost stored dim
   std::iota(order.begin(), order.end(), 0);
@@ -299,8 +314,10 @@ void TestTensor::Fill(const std::vector<double>& values) {
   for (size_t i = 0; i + eb <= host.size(); i += eb) EncodeSentinel(dtype_, &host[i]);
   values_.resize(values.size());
   ForEachElement([&](int64_t linear, int64_t storage) {
-    values_[linear] = RoundToDtype(values[linear], dtype_);
-    Encode(values_[linear], &host[static_cast<size_t>(storage) * eb]);
+    Encode(RoundToDtype(values[linear], dtype_), &host[static_cast<size_t>(storage) * eb]);
+  });
+  ForEachElement([&](int64_t linear, int64_t storage) {  // what the view really holds
+    values_[linear] = Decode(&host[static_cast<size_t>(storage) * eb]);
   });
   WriteStorage(host);
 }

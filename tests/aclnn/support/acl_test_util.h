@@ -97,7 +97,10 @@ class Rng {
 //  kPermuted:   dense but with the dims stored in a seeded non-identity order (strides permuted).
 //  kPadded:     permuted order, plus a leading offset, 1-2 padding elements after every dim and a
 //               step of 2 along the innermost stored dim (so no two neighbours are adjacent).
-enum class Layout { kContiguous, kPermuted, kPadded };
+//  kExpanded:   inputs only: stride 0 along dim 0 and along the last dim (rank >= 2; rank 1: the
+//               only dim), like an expanded/broadcast view; the rest dense, offset 1. Logical
+//               values then repeat (Fill keeps what the storage really holds).
+enum class Layout { kContiguous, kPermuted, kPadded, kExpanded };
 std::string LayoutName(Layout layout);
 
 struct StridedLayout {
@@ -124,8 +127,9 @@ class TestTensor {
   TestTensor(TestTensor&&) noexcept = default;
   TestTensor& operator=(TestTensor&&) noexcept = default;
 
-  // Rounds `values` (logical row-major, numel() of them) to dtype, keeps them and writes them into
-  // the storage; the gaps of the storage hold the sentinel.
+  // Rounds `values` (logical row-major, numel() of them) to dtype and writes them into the
+  // storage; the gaps of the storage hold the sentinel. values() then returns what the view reads
+  // (with a stride-0 layout, the last value written to each shared element).
   void Fill(const std::vector<double>& values);
   void FillSentinel();  // whole storage = sentinel; remembered for the checks below
   // Decodes the view back (reads the device storage through strides and offset).

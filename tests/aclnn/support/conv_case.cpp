@@ -1,6 +1,7 @@
 #include "support/conv_case.h"
 
 #include <cctype>
+#include <cstring>
 #include <memory>
 #include <sstream>
 
@@ -35,7 +36,7 @@ std::string ConvCase::Describe() const {
      << "; dtypes gradOutput " << DtypeName(gy_dtype) << " input " << DtypeName(x_dtype)
      << " weight " << DtypeName(w_dtype) << "; layout " << LayoutName(layout) << "; outputMask "
      << MaskStr(mask) << (null_masked ? " (masked outputs null)" : "") << "; cubeMathType " << cube
-     << "; seed " << seed;
+     << (forward_bias ? "" : "; forward bias null") << "; seed " << seed;
   return os.str();
 }
 
@@ -88,38 +89,60 @@ void CheckOutput(const char* name, const TestTensor* t, bool requested, const na
 
 }  // namespace
 
+namespace {
+
+Layout OutputLayout(Layout l) {
+  return l == Layout::kExpanded ? Layout::kPadded : l;
+}
+
+// One aclnnConvolutionBackward call on seeded data: the operands, the outputs (null when masked
+// out and null_masked) and the call's result.
+struct BackwardRun {
+  TestTensor gy, x, w;
+  std::unique_ptr<TestTensor> gi, gw, gb;
+  CallResult result;
+
+  explicit BackwardRun(const ConvCase& c)
+      : gy(c.geom.output(), c.gy_dtype, c.layout, c.seed * 8 + 1),
+        x(c.geom.input, c.x_dtype, c.layout, c.seed * 8 + 2),
+        w(c.geom.weight, c.w_dtype, c.layout, c.seed * 8 + 3) {
+    const naive::ConvGeom& g = c.geom;
+    const int64_t c_out = g.output()[1];
+    Rng rng(c.seed);
+    gy.Fill(rng.Uniform(gy.numel()));
+    x.Fill(rng.Uniform(x.numel()));
+    w.Fill(rng.Uniform(w.numel()));
+    auto make_out = [&](bool requested, const std::vector<int64_t>& shape, aclDataType dt,
+                        uint64_t k) -> std::unique_ptr<TestTensor> {
+      if (!requested && c.null_masked) return nullptr;
+      return std::make_unique<TestTensor>(shape, dt, OutputLayout(c.layout), c.seed * 8 + k);
+    };
+    gi = make_out(c.mask[0], g.input, c.x_dtype, 4);
+    gw = make_out(c.mask[1], g.weight, c.w_dtype, 5);
+    gb = make_out(c.mask[2], {c_out}, c.gy_dtype, 6);
+
+    Arrays a(c);
+    IntArrayPtr bias_sizes = MakeIntArray({c_out});
+    BoolArrayPtr mask = MakeBoolArray({c.mask[0], c.mask[1], c.mask[2]});
+    result = RunTwoPhase(
+        [&](uint64_t* ws, aclOpExecutor** ex) {
+          return aclnnConvolutionBackwardGetWorkspaceSize(
+              gy.get(), x.get(), w.get(), bias_sizes.get(), a.stride.get(), a.padding.get(),
+              a.dilation.get(), g.transposed, a.output_padding.get(), static_cast<int>(g.groups),
+              mask.get(), static_cast<int8_t>(c.cube), gi ? gi->get() : nullptr,
+              gw ? gw->get() : nullptr, gb ? gb->get() : nullptr, ws, ex);
+        },
+        aclnnConvolutionBackward);
+  }
+};
+
+}  // namespace
+
 ::testing::AssertionResult CheckConvBackward(const ConvCase& c) {
   const naive::ConvGeom& g = c.geom;
-  const std::vector<int64_t> out_shape = g.output();
-  const int64_t c_out = out_shape[1];
-  Rng rng(c.seed);
-  TestTensor gy(out_shape, c.gy_dtype, c.layout, c.seed * 8 + 1);
-  TestTensor x(g.input, c.x_dtype, c.layout, c.seed * 8 + 2);
-  TestTensor w(g.weight, c.w_dtype, c.layout, c.seed * 8 + 3);
-  gy.Fill(rng.Uniform(gy.numel()));
-  x.Fill(rng.Uniform(x.numel()));
-  w.Fill(rng.Uniform(w.numel()));
-  auto make_out = [&](bool requested, const std::vector<int64_t>& shape, aclDataType dt,
-                      uint64_t k) -> std::unique_ptr<TestTensor> {
-    if (!requested && c.null_masked) return nullptr;
-    return std::make_unique<TestTensor>(shape, dt, c.layout, c.seed * 8 + k);
-  };
-  auto gi = make_out(c.mask[0], g.input, c.x_dtype, 4);
-  auto gw = make_out(c.mask[1], g.weight, c.w_dtype, 5);
-  auto gb = make_out(c.mask[2], {c_out}, c.gy_dtype, 6);
-
-  Arrays a(c);
-  IntArrayPtr bias_sizes = MakeIntArray({c_out});
-  BoolArrayPtr mask = MakeBoolArray({c.mask[0], c.mask[1], c.mask[2]});
-  CallResult r = RunTwoPhase(
-      [&](uint64_t* ws, aclOpExecutor** ex) {
-        return aclnnConvolutionBackwardGetWorkspaceSize(
-            gy.get(), x.get(), w.get(), bias_sizes.get(), a.stride.get(), a.padding.get(),
-            a.dilation.get(), g.transposed, a.output_padding.get(), static_cast<int>(g.groups),
-            mask.get(), static_cast<int8_t>(c.cube), gi ? gi->get() : nullptr,
-            gw ? gw->get() : nullptr, gb ? gb->get() : nullptr, ws, ex);
-      },
-      aclnnConvolutionBackward);
+  BackwardRun run(c);
+  const CallResult& r = run.result;
+  const TestTensor &gy = run.gy, &x = run.x, &w = run.w;
   if (!r.ok()) {
     return ::testing::AssertionFailure()
            << "aclnnConvolutionBackward failed for " << c.Describe() << ": " << r.Describe();
@@ -140,9 +163,9 @@ void CheckOutput(const char* name, const TestTensor* t, bool requested, const na
   verdict << "aclnnConvolutionBackward mismatch for " << c.Describe() << " (gradOutput "
           << gy.Describe() << ", input " << x.Describe() << ", weight " << w.Describe() << ")";
   bool failed = false;
-  CheckOutput("gradInput", gi.get(), c.mask[0], ref.input, compute, &verdict, &failed);
-  CheckOutput("gradWeight", gw.get(), c.mask[1], ref.weight, compute, &verdict, &failed);
-  CheckOutput("gradBias", gb.get(), c.mask[2], ref.bias, compute, &verdict, &failed);
+  CheckOutput("gradInput", run.gi.get(), c.mask[0], ref.input, compute, &verdict, &failed);
+  CheckOutput("gradWeight", run.gw.get(), c.mask[1], ref.weight, compute, &verdict, &failed);
+  CheckOutput("gradBias", run.gb.get(), c.mask[2], ref.bias, compute, &verdict, &failed);
   return failed ? verdict : ::testing::AssertionSuccess();
 }
 
@@ -156,15 +179,15 @@ void CheckOutput(const char* name, const TestTensor* t, bool requested, const na
   x.Fill(rng.Uniform(x.numel()));
   w.Fill(rng.Uniform(w.numel()));
   b.Fill(rng.Uniform(b.numel()));
-  TestTensor y = TestTensor::Output(out_shape, c.x_dtype, c.layout, c.seed * 8 + 1);
+  TestTensor y = TestTensor::Output(out_shape, c.x_dtype, OutputLayout(c.layout), c.seed * 8 + 1);
+  const aclTensor* bias = c.forward_bias ? b.get() : nullptr;
 
   Arrays a(c);
   CallResult r = RunTwoPhase(
       [&](uint64_t* ws, aclOpExecutor** ex) {
-        return aclnnConvolutionGetWorkspaceSize(x.get(), w.get(), b.get(), a.stride.get(),
-                                                a.padding.get(), a.dilation.get(), g.transposed,
-                                                a.output_padding.get(), g.groups, y.get(),
-                                                static_cast<int8_t>(c.cube), ws, ex);
+        return aclnnConvolutionGetWorkspaceSize(
+            x.get(), w.get(), bias, a.stride.get(), a.padding.get(), a.dilation.get(), g.transposed,
+            a.output_padding.get(), g.groups, y.get(), static_cast<int8_t>(c.cube), ws, ex);
       },
       aclnnConvolution);
   if (!r.ok()) {
@@ -174,11 +197,13 @@ void CheckOutput(const char* name, const TestTensor* t, bool requested, const na
   aclDataType compute = c.x_dtype == c.w_dtype ? c.x_dtype : ACL_FLOAT;
   if (c.x_dtype == ACL_DOUBLE || c.w_dtype == ACL_DOUBLE) compute = ACL_DOUBLE;
   const naive::Rounder round = naive::CubeOperandRounding(compute, c.cube);
-  naive::Result ref = naive::ConvForward(g, naive::RoundAll(x.values(), round),
-                                         naive::RoundAll(w.values(), round), b.values());
+  naive::Result ref =
+      naive::ConvForward(g, naive::RoundAll(x.values(), round), naive::RoundAll(w.values(), round),
+                         c.forward_bias ? b.values() : std::vector<double>{});
   ::testing::AssertionResult verdict = ::testing::AssertionFailure();
   verdict << "aclnnConvolution mismatch for " << c.Describe() << " (input " << x.Describe()
-          << ", weight " << w.Describe() << ", bias " << b.Describe() << ")";
+          << ", weight " << w.Describe() << ", bias "
+          << (c.forward_bias ? b.Describe() : std::string("null")) << ")";
   bool failed = false;
   CheckOutput("output", &y, true, ref, compute, &verdict, &failed);
   return failed ? verdict : ::testing::AssertionSuccess();
@@ -191,6 +216,31 @@ void ExpectAllMatch(const std::vector<ConvCase>& cases, bool forward) {
       EXPECT_TRUE(CheckConvForward(c));
     }
   }
+}
+
+::testing::AssertionResult CheckConvBackwardDeterministic(const ConvCase& c) {
+  BackwardRun first(c), second(c);
+  if (!first.result.ok() || !second.result.ok()) {
+    return ::testing::AssertionFailure()
+           << "aclnnConvolutionBackward failed for " << c.Describe() << ": "
+           << first.result.Describe() << " / " << second.result.Describe();
+  }
+  const TestTensor* a[] = {first.gi.get(), first.gw.get(), first.gb.get()};
+  const TestTensor* b[] = {second.gi.get(), second.gw.get(), second.gb.get()};
+  const char* names[] = {"gradInput", "gradWeight", "gradBias"};
+  for (int i = 0; i < 3; ++i) {
+    if (!c.mask[i]) continue;
+    std::vector<double> va = a[i]->Read(), vb = b[i]->Read();
+    for (size_t j = 0; j < va.size(); ++j) {
+      if (std::memcmp(&va[j], &vb[j], sizeof(double)) != 0) {
+        return ::testing::AssertionFailure()
+               << names[i] << " differs between two identical runs at "
+               << IndexStr(static_cast<int64_t>(j), a[i]->shape()) << ": " << va[j] << " vs "
+               << vb[j] << " for " << c.Describe();
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace acltest

@@ -21,10 +21,11 @@ struct ConvCase {
   naive::ConvGeom geom;
   bool four_pad = false;  // 2d: pass padding as [top, bottom, left, right] even if symmetric
   aclDataType x_dtype = ACL_FLOAT, w_dtype = ACL_FLOAT, gy_dtype = ACL_FLOAT;
-  Layout layout = Layout::kContiguous;  // applied to every input AND output
+  Layout layout = Layout::kContiguous;  // every input AND output (kExpanded: outputs kPadded)
   std::array<bool, 3> mask{true, true, true};
   bool null_masked = false;  // pass nullptr (rather than a sentinel tensor) for masked outputs
   int cube = 0;              // cubeMathType
+  bool forward_bias = true;  // aclnnConvolution with a bias tensor (else bias = nullptr)
   uint64_t seed = 1;
   std::string label;  // short geometry label, e.g. "dw3x3s2"
 
@@ -59,8 +60,13 @@ std::vector<int64_t> ApiPadding(const ConvCase& c);
 // outside their view, and that masked-out outputs were not touched at all.
 ::testing::AssertionResult CheckConvBackward(const ConvCase& c);
 
-// Runs aclnnConvolution (with a bias) on the same kind of data and checks the output.
+// Runs aclnnConvolution (with a bias unless !forward_bias) on the same kind of data and checks
+// the output.
 ::testing::AssertionResult CheckConvForward(const ConvCase& c);
+
+// Runs aclnnConvolutionBackward twice on identical fresh data and checks the three gradients are
+// bitwise identical (the engine promises a deterministic reduction order).
+::testing::AssertionResult CheckConvBackwardDeterministic(const ConvCase& c);
 
 // EXPECTs CheckConvBackward (and CheckConvForward when `forward`) for every case; each failure
 // message names its case.
