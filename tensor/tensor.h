@@ -20,6 +20,10 @@
 
 namespace aclgrad {
 
+namespace autograd {
+class Node;
+}
+
 /// Opaque per-tensor autograd state; autograd/ subclasses it (grad, grad_fn, hooks...).
 struct AutogradMeta {
   virtual ~AutogradMeta() = default;
@@ -154,6 +158,29 @@ class Tensor {
   /// Version counter shared by every view of the storage; in-place ops bump it.
   uint64_t version() const { return storage().version(); }
   void bump_version() const { storage().bump_version(); }
+
+  // ---- autograd API: declared here, DEFINED in autograd/tensor_autograd.cpp (link
+  // aclgrad_autograd to use them; libtorch splits Tensor the same way) ----
+  /// Sets requires_grad on a leaf (AutogradError when turning it off on a non-leaf).
+  const Tensor& requires_grad_(bool requires_grad = true) const;
+  /// True when the tensor was not produced by a recorded op (no grad_fn).
+  bool is_leaf() const;
+  /// The node that produced this tensor (nullptr for leaves).
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  /// Which output of grad_fn() this tensor is.
+  uint32_t output_nr() const;
+  /// The accumulated gradient (an undefined tensor until a backward reaches this tensor).
+  Tensor grad() const;
+  /// Replaces the accumulated gradient (undefined clears it); shape and dtype must match.
+  void set_grad(const Tensor& grad) const;
+  /// Clears .grad (set_to_none) or fills it with zeros in place.
+  void zero_grad(bool set_to_none = true) const;
+  /// Makes a non-leaf keep its .grad after backward (leaves always do).
+  void retain_grad() const;
+  bool retains_grad() const;
+  /// autograd::backward({*this}, {gradient}, ...); gradient defaults to 1 for one-element tensors.
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
 
  private:
   TensorImpl& get() const {
