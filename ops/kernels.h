@@ -1,0 +1,93 @@
+// Building blocks for pointwise kernels of ops/: typed maps over tensor/iter.h's strided
+// iteration (with its contiguous fast path), for every floating dtype.
+//
+// Dtype policy of ops/: float32 and float64 compute natively; float16 and bfloat16 are loaded,
+// computed in float32 and rounded once on store. Other dtypes are a DtypeError naming the op.
+// Binary ops need both operands to have the same dtype (no implicit promotion).
+#pragma once
+
+#include <type_traits>
+
+#include "tensor/creation.h"
+#include "tensor/iter.h"
+
+namespace aclgrad::kernels {
+
+/// The type a kernel computes in for element type T: double for float64, float otherwise.
+template <typename T>
+using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+/// DtypeError unless a and b have the same dtype.
+inline void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  check<DtypeError>(a.dtype() == b.dtype(), op,
+                    ": expected both operands to have the same dtype, "
+                    "got ",
+                    a.dtype(), " and ", b.dtype());
+}
+
+/// out = f(x), f called with compute_t values: map_unary("exp", x, [](auto v) { return
+/// std::exp(v); }). The output is a new contiguous tensor of x's shape and dtype.
+template <typename F>
+Tensor map_unary(const char* op, const Tensor& x, F f) {
+  Tensor out = empty(x.sizes(), x.dtype());
+  dispatch_floating_dtype(x.dtype(), op, [&]<typename T>() {
+    using C = compute_t<T>;
+    map_elementwise<T, T>(out, {x}, [&f](T v) { return convert<T>(f(convert<C>(v))); });
+  });
+  return out;
+}
+
+/// out = f(a, b) with broadcasting; a and b must have the same floating dtype.
+template <typename F>
+Tensor map_binary(const char* op, const Tensor& a, const Tensor& b, F f) {
+  check_same_dtype(op, a, b);
+  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes()), a.dtype());
+  dispatch_floating_dtype(a.dtype(), op, [&]<typename T>() {
+    using C = compute_t<T>;
+    map_elementwise<T, T, T>(
+        out, {a, b}, [&f](T u, T v) { return convert<T>(f(convert<C>(u), convert<C>(v))); });
+  });
+  return out;
+}
+
+/// out = f(a, b, c) with broadcasting; all three must have the same floating dtype.
+template <typename F>
+Tensor map_ternary(const char* op, const Tensor& a, const Tensor& b, const Tensor& c, F f) {
+  check_same_dtype(op, a, b);
+  check_same_dtype(op, a, c);
+  Tensor out =
+      empty(broadcast_shapes(broadcast_shapes(a.sizes(), b.sizes()), c.sizes()), a.dtype());
+  dispatch_floating_dtype(a.dtype(), op, [&]<typename T>() {
+    using C = compute_t<T>;
+    map_elementwise<T, T, T, T>(out, {a, b, c}, [&f](T u, T v, T w) {
+      return convert<T>(f(convert<C>(u), convert<C>(v), convert<C>(w)));
+    });
+  });
+  return out;
+}
+
+/// Bool mask = pred(x) for a floating x.
+template <typename F>
+Tensor map_predicate(const char* op, const Tensor& x, F pred) {
+  Tensor out = empty(x.sizes(), Dtype::Bool);
+  dispatch_floating_dtype(x.dtype(), op, [&]<typename T>() {
+    using C = compute_t<T>;
+    map_elementwise<bool, T>(out, {x}, [&pred](T v) { return pred(convert<C>(v)); });
+  });
+  return out;
+}
+
+/// Bool mask = pred(a, b) with broadcasting; same floating dtype.
+template <typename F>
+Tensor map_predicate(const char* op, const Tensor& a, const Tensor& b, F pred) {
+  check_same_dtype(op, a, b);
+  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes()), Dtype::Bool);
+  dispatch_floating_dtype(a.dtype(), op, [&]<typename T>() {
+    using C = compute_t<T>;
+    map_elementwise<bool, T, T>(out, {a, b},
+                                [&pred](T u, T v) { return pred(convert<C>(u), convert<C>(v)); });
+  });
+  return out;
+}
+
+}  // namespace aclgrad::kernels

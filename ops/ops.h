@@ -1,0 +1,5 @@
+// All differentiable ops (include this, or the family headers).
+#pragma once
+
+#include "ops/elementwise.h"
+#include "ops/reduction.h"

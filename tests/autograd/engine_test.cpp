@@ -1,0 +1,321 @@
+// Engine behaviour: graph shapes (diamond, shared subexpressions), accumulation, retain_graph,
+// grad mode, detach, saved-tensor versions, gradient validation, deep graphs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autograd/autograd.h"
+#include "autograd/function.h"
+#include "ops/ops.h"
+#include "tensor/creation.h"
+#include "tests/autograd/test_util.h"
+
+namespace aclgrad {
+namespace {
+
+using testing::expect_tensor;
+using testing::message_of;
+
+Tensor leaf(std::initializer_list<double> v, const Shape& shape, Dtype dtype = Dtype::Float64) {
+  Tensor t = tensor(v, shape, dtype);
+  t.requires_grad_();
+  return t;
+}
+
+TEST(Engine, MulAddGradientsMatchHandDerivatives) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  Tensor w = leaf({4, 5, 6}, {3});
+  Tensor y = sum(x * w + x);  // dy/dx = w + 1, dy/dw = x
+  EXPECT_FALSE(y.is_leaf());
+  ASSERT_NE(y.grad_fn(), nullptr);
+  EXPECT_STREQ(y.grad_fn()->name(), "SumBackward");
+  EXPECT_DOUBLE_EQ(y.item<double>(), 1 * 4 + 2 * 5 + 3 * 6 + 6);
+  y.backward();
+  expect_tensor(x.grad(), {3}, {5, 6, 7});
+  expect_tensor(w.grad(), {3}, {1, 2, 3});
+}
+
+TEST(Engine, DiamondSumsBothPaths) {
+  Tensor x = leaf({1, -2}, {2});
+  Tensor a = x * 2;
+  Tensor b = x * 3;
+  sum(a * b).backward();  // y = 6 x^2 -> 12 x
+  expect_tensor(x.grad(), {2}, {12, -24});
+}
+
+TEST(Engine, SharedSubexpressionIsRunOnceWithSummedGradient) {
+  Tensor x = leaf({0.5, -1}, {2});
+  Tensor s = exp(x);
+  sum(s * s + s).backward();  // d/dx (s^2 + s) = (2 s + 1) s
+  const double s0 = std::exp(0.5), s1 = std::exp(-1.0);
+  expect_tensor(x.grad(), {2}, {(2 * s0 + 1) * s0, (2 * s1 + 1) * s1}, 1e-12);
+}
+
+TEST(Engine, GradientsAccumulateAcrossBackwardCallsInPlace) {
+  Tensor x = leaf({1, 2}, {2});
+  sum(x * x).backward();
+  Tensor g = x.grad();  // a handle to the same buffer
+  expect_tensor(g, {2}, {2, 4});
+  sum(x * 3).backward();
+  expect_tensor(x.grad(), {2}, {5, 7});
+  expect_tensor(g, {2}, {5, 7});  // accumulated in place, as in PyTorch
+  x.zero_grad(/*set_to_none=*/false);
+  expect_tensor(g, {2}, {0, 0});
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Engine, RetainGraphAllowsASecondBackwardAndItsAbsenceIsAnError) {
+  Tensor x = leaf({0, 1}, {2});
+  Tensor y = sum(exp(x));
+  y.backward(Tensor(), /*retain_graph=*/true);
+  y.backward();
+  expect_tensor(x.grad(), {2}, {2, 2 * std::exp(1.0)}, 1e-12);
+  const std::string msg = message_of<AutogradError>([&] { y.backward(); });
+  EXPECT_NE(msg.find("backward through the graph a second time"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("SumBackward"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("retain_graph=true"), std::string::npos) << msg;
+}
+
+TEST(Engine, NoGradGuardRecordsNothingAndRestoresTheMode) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor y;
+  {
+    NoGradGuard guard;
+    EXPECT_FALSE(GradMode::is_enabled());
+    y = x * 2;
+    {
+      EnableGradGuard enable;
+      EXPECT_TRUE((x * 2).requires_grad());
+    }
+    EXPECT_FALSE(GradMode::is_enabled());
+  }
+  EXPECT_TRUE(GradMode::is_enabled());
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_EQ(y.grad_fn(), nullptr);
+  expect_tensor(y, {2}, {2, 4});
+  const std::string msg = message_of<AutogradError>([&] { sum(y).backward(); });
+  EXPECT_NE(msg.find("does not require grad"), std::string::npos) << msg;
+}
+
+TEST(Engine, DetachCutsTheGraphButSharesDataAndVersion) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  Tensor d = x.detach();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_TRUE(d.is_leaf());
+  EXPECT_TRUE(d.shares_storage(x));
+  sum(d * x).backward();  // d is a constant: gradient d, not 2 x
+  expect_tensor(x.grad(), {3}, {1, 2, 3});
+  const uint64_t v = x.version();
+  d.fill_(0);
+  EXPECT_EQ(x.version(), v + 1);
+}
+
+TEST(Engine, InPlaceModificationOfASavedTensorIsReportedWithTheNode) {
+  Tensor x = leaf({1, 2, 3}, {3}, Dtype::Float32);
+  Tensor w = tensor({4.f, 5.f, 6.f}, {3});
+  Tensor y = sum(x * w);  // MulBackward saves w for dy/dx
+  w.fill_(2);
+  const std::string msg = message_of<AutogradError>([&] { y.backward(); });
+  EXPECT_NE(msg.find("modified by an inplace operation: [float32 [3]] saved by MulBackward is at "
+                     "version 1; expected version 0 instead"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(Engine, InPlaceModificationOfASavedOutputIsReported) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor e = exp(x);  // ExpBackward saves its output
+  Tensor y = sum(e);
+  e.fill_(0);
+  const std::string msg = message_of<AutogradError>([&] { y.backward(); });
+  EXPECT_NE(msg.find("saved by ExpBackward is at version 1; expected version 0"), std::string::npos)
+      << msg;
+}
+
+// A node whose backward returns a gradient of a fixed (wrong) shape or dtype.
+struct BrokenBackward final : autograd::Node {
+  BrokenBackward(Shape shape, Dtype dtype) : Node("BrokenBackward"), shape(shape), dtype(dtype) {}
+  Shape shape;
+  Dtype dtype;
+  autograd::tensor_list apply(autograd::tensor_list&&) override { return {ones(shape, dtype)}; }
+};
+
+Tensor broken(const Tensor& x, Shape shape, Dtype dtype) {
+  Tensor out = x.detach().clone();
+  if (auto node = autograd::make_node<BrokenBackward>({x}, shape, dtype)) node->set_history(out);
+  return out;
+}
+
+TEST(Engine, AnInvalidGradientIsReportedWithTheNodeAndIndex) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  std::string msg =
+      message_of<AutogradError>([&] { sum(broken(x, {2}, Dtype::Float64)).backward(); });
+  EXPECT_NE(msg.find("BrokenBackward returned an invalid gradient at index 0 — got [2] expected "
+                     "[3]"),
+            std::string::npos)
+      << msg;
+  msg = message_of<AutogradError>([&] { sum(broken(x, {3}, Dtype::Float32)).backward(); });
+  EXPECT_NE(msg.find("BrokenBackward returned an invalid gradient at index 0 — got float32 "
+                     "expected float64"),
+            std::string::npos)
+      << msg;
+}
+
+// A node that computes its gradient with a raw kernel and says so.
+struct RawBackward final : autograd::Node {
+  RawBackward() : Node("RawBackward", /*supports_double_backward=*/false) {}
+  autograd::tensor_list apply(autograd::tensor_list&& g) override {
+    return {g[0].detach().clone()};
+  }
+};
+
+TEST(Engine, CreateGraphThroughANodeWithoutDoubleBackwardIsAnError) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor out = x.detach().clone();
+  if (auto node = autograd::make_node<RawBackward>({x})) node->set_history(out);
+  const std::string msg = message_of<AutogradError>(
+      [&] { autograd::grad({sum(out)}, {x}, {}, std::nullopt, /*create_graph=*/true); });
+  EXPECT_NE(msg.find("RawBackward does not support double backward"), std::string::npos) << msg;
+  // Without create_graph it works.
+  expect_tensor(autograd::grad({sum(out)}, {x})[0], {2}, {1, 1});
+}
+
+TEST(Engine, BackwardOfANonScalarNeedsAGradient) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor y = x * 3;
+  const std::string msg = message_of<AutogradError>([&] { y.backward(); });
+  EXPECT_NE(msg.find("grad can be implicitly created only for scalar outputs"), std::string::npos)
+      << msg;
+  y.backward(tensor({1.0, 10.0}, {2}));
+  expect_tensor(x.grad(), {2}, {3, 30});
+  EXPECT_THROW(y.backward(tensor({1.0, 2.0, 3.0}, {3})), AutogradError);
+}
+
+TEST(Engine, RequiresGradFlagsOnlyChangeOnLeaves) {
+  Tensor x = leaf({1}, {1});
+  Tensor y = x * 2;
+  EXPECT_THROW(y.requires_grad_(false), AutogradError);
+  EXPECT_NO_THROW(y.requires_grad_(true));
+  x.requires_grad_(false);
+  EXPECT_FALSE((x * 2).requires_grad());
+  EXPECT_THROW(arange(3, Dtype::Int64).requires_grad_(), DtypeError);
+}
+
+TEST(Engine, RetainGradKeepsTheGradientOfANonLeaf) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor h = x * 3;
+  Tensor u = x * 4;
+  h.retain_grad();
+  EXPECT_TRUE(h.retains_grad());
+  sum(h * h + u).backward();  // d/dh = 2 h; d/dx = 6 h + 4 = 18 x + 4
+  expect_tensor(h.grad(), {2}, {6, 12});
+  EXPECT_FALSE(u.grad().defined());
+  expect_tensor(x.grad(), {2}, {22, 40});
+}
+
+TEST(Engine, BackwardOnALeafScalarSetsItsGradToOne) {
+  Tensor x = leaf({5}, {});
+  x.backward();
+  expect_tensor(x.grad(), {}, {1});
+}
+
+TEST(Engine, SetGradChecksShapeAndAccumulatesOutOfPlace) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor mine = tensor({10.0, 20.0}, {2});
+  x.set_grad(mine);
+  sum(x).backward();
+  expect_tensor(x.grad(), {2}, {11, 21});
+  expect_tensor(mine, {2}, {10, 20});  // the caller's tensor is not written to
+  EXPECT_THROW(x.set_grad(zeros({3}, Dtype::Float64)), AutogradError);
+}
+
+// ---- grad() ----
+
+TEST(EngineGrad, ReturnsGradientsWithoutTouchingDotGrad) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor w = leaf({3, 4}, {2});
+  Tensor y = sum(x * w);
+  auto g = autograd::grad({y}, {w, x});
+  expect_tensor(g[0], {2}, {1, 2});
+  expect_tensor(g[1], {2}, {3, 4});
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(EngineGrad, GradientWithRespectToANonLeaf) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor h = x * 3;
+  Tensor y = sum(h * h);
+  expect_tensor(autograd::grad({y}, {h})[0], {2}, {6, 12});
+}
+
+TEST(EngineGrad, UnusedInputsNeedAllowUnused) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor z = leaf({1, 2}, {2});
+  Tensor y = sum(x * 2);
+  const std::string msg = message_of<AutogradError>([&] {
+    autograd::grad({y}, {x, z}, {}, /*retain_graph=*/true);
+  });
+  EXPECT_NE(msg.find("input 1 of shape [2] appears to not have been used in the graph"),
+            std::string::npos)
+      << msg;
+  auto g = autograd::grad({y}, {x, z}, {}, std::nullopt, false, /*allow_unused=*/true);
+  expect_tensor(g[0], {2}, {2, 2});
+  EXPECT_FALSE(g[1].defined());
+  EXPECT_THROW(autograd::grad({sum(x * 2)}, {tensor({1.0}, {1})}), AutogradError);
+}
+
+TEST(EngineGrad, CreateGraphGivesHigherDerivatives) {
+  Tensor x = leaf({2, -1}, {2});
+  Tensor y = sum(x * x * x);                                        // x^3
+  Tensor d1 = autograd::grad({y}, {x}, {}, std::nullopt, true)[0];  // 3 x^2
+  expect_tensor(d1, {2}, {12, 3});
+  EXPECT_TRUE(d1.requires_grad());
+  Tensor d2 = autograd::grad({sum(d1)}, {x}, {}, std::nullopt, true)[0];  // 6 x
+  expect_tensor(d2, {2}, {12, -6});
+  Tensor d3 = autograd::grad({sum(d2)}, {x})[0];  // 6
+  expect_tensor(d3, {2}, {6, 6});
+}
+
+TEST(EngineGrad, SeveralOutputsAndGradOutputs) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor a = x * 2;
+  Tensor b = x * x;
+  auto g = autograd::grad({a, b}, {x}, {tensor({1.0, 1.0}, {2}), tensor({10.0, 100.0}, {2})});
+  expect_tensor(g[0], {2}, {2 + 20, 2 + 400});
+}
+
+// ---- deep graphs ----
+
+constexpr int kChain = 100000;
+
+TEST(EngineDeep, A100kOpChainBackpropagatesAndIsDestroyedWithoutRecursion) {
+  Tensor x = leaf({1}, {});
+  Tensor w = leaf({1.00001}, {});
+  Tensor y = x;
+  for (int i = 0; i < kChain; ++i) y = y * w;  // y = x w^N, each node saves y_i and w
+  y.backward();
+  const double wn = std::pow(1.00001, kChain);
+  EXPECT_NEAR(x.grad().item<double>(), wn, 1e-9 * wn);
+  EXPECT_NEAR(w.grad().item<double>(), kChain * wn / 1.00001, 1e-7 * kChain * wn);
+  y = Tensor();  // releases the (already released) chain
+}
+
+TEST(EngineDeep, A100kOpChainWithSavedTensorsIsDestroyedIteratively) {
+  Tensor x = leaf({0.5}, {});
+  Tensor w = leaf({1}, {});
+  Tensor y = x;
+  for (int i = 0; i < kChain; ++i) y = exp(y * w) * 0.5;
+  std::weak_ptr<autograd::Node> first;
+  {
+    Tensor probe = y;
+    first = probe.grad_fn();
+  }
+  EXPECT_FALSE(first.expired());
+  y = Tensor();  // nodes hold saved inputs whose grad_fn is the previous node
+  EXPECT_TRUE(first.expired());
+}
+
+}  // namespace
+}  // namespace aclgrad
