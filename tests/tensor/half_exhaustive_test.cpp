@@ -46,7 +46,13 @@ void expect_f16_matches(float f) {
   }
 }
 
+// The F16C reference needs the instructions at run time; a CPU without them skips these tests
+// instead of dying of SIGILL.
+#define ACLGRAD_REQUIRE_F16C() \
+  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "CPU lacks F16C (the float16 reference)"
+
 TEST(HalfExhaustive, HalfToFloatMatchesF16cForAllPatterns) {
+  ACLGRAD_REQUIRE_F16C();
   for (uint32_t h = 0; h < 65536; ++h) {
     const float got = detail::half_bits_to_float(static_cast<uint16_t>(h));
     const float want = _cvtsh_ss(static_cast<uint16_t>(h));
@@ -60,6 +66,7 @@ TEST(HalfExhaustive, HalfToFloatMatchesF16cForAllPatterns) {
 }
 
 TEST(HalfExhaustive, FloatToHalfRoundTripsAllPatterns) {
+  ACLGRAD_REQUIRE_F16C();
   for (uint32_t h = 0; h < 65536; ++h) {
     const float f = _cvtsh_ss(static_cast<uint16_t>(h));
     if (is_half_nan(static_cast<uint16_t>(h))) {
@@ -71,6 +78,7 @@ TEST(HalfExhaustive, FloatToHalfRoundTripsAllPatterns) {
 }
 
 TEST(HalfExhaustive, FloatToHalfMatchesF16cOnEveryTieAndItsNeighbours) {
+  ACLGRAD_REQUIRE_F16C();
   for (uint32_t h = 0; h < 65536; ++h) {
     if ((h & 0x7fff) >= 0x7c00) continue;  // inf / NaN have no next value
     // Midpoint between h and the next larger magnitude (exact in float: 12 significant bits).
@@ -86,6 +94,7 @@ TEST(HalfExhaustive, FloatToHalfMatchesF16cOnEveryTieAndItsNeighbours) {
 }
 
 TEST(HalfExhaustive, FloatToHalfMatchesF16cOnDenseFloatSample) {
+  ACLGRAD_REQUIRE_F16C();
   // Every 61st float bit pattern (70 million, all exponents and both signs), plus specials.
   for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 61)
     expect_f16_matches(from_bits(static_cast<uint32_t>(b)));
@@ -115,6 +124,7 @@ TEST(HalfExhaustive, FloatToHalfMatchesF16cOnDenseFloatSample) {
 }
 
 TEST(HalfExhaustive, TensorConversionToFloat16MatchesF16c) {
+  ACLGRAD_REQUIRE_F16C();
   std::vector<float> v;
   for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65521)
     v.push_back(from_bits(static_cast<uint32_t>(b)));
@@ -229,6 +239,7 @@ TEST(BFloat16Exhaustive, FromFloatMatchesExactArithmeticOnDenseSample) {
 // ---- from double: rounded once (no double rounding through float) ----
 
 TEST(DoubleToHalfTypes, MatchExactArithmeticNearEveryTie) {
+  ACLGRAD_REQUIRE_F16C();
   for (uint32_t h = 0; h < 0x7c00; ++h) {  // positive finite halves; sign is symmetric
     const double a = _cvtsh_ss(static_cast<uint16_t>(h));
     const double next = h == 0x7bff ? 65536.0 : _cvtsh_ss(static_cast<uint16_t>(h + 1));
