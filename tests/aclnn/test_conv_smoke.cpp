@@ -491,4 +491,56 @@ TEST(ConvSmoke, TrainingSeriesComputesFloatInFp16) {
   EXPECT_EQ(y.Read(), (V{1}));
 }
 
+// A 1x1 convolution with weight 1 is the identity, so it exposes the dtype conversions: every
+// finite/inf fp16 and bf16 value survives fp16/bf16 -> fp32 -> fp16/bf16, and FLOAT values are
+// narrowed to fp16/bf16 with round-to-nearest-even (ties, subnormals, overflow to inf).
+V Identity(const V& values, aclDataType in_dt, aclDataType out_dt) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  TestTensor x = Filled({1, 1, n}, values, in_dt), w = Constant({1, 1, 1}, 1, in_dt);
+  TestTensor y = Out({1, 1, n}, out_dt);
+  CallResult r = Forward(x, w, nullptr, Plain(1), y);
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  return y.Read();
+}
+
+TEST(ConvSmoke, HalfAndBf16RoundTripEveryValue) {
+  for (aclDataType dt : {ACL_FLOAT16, ACL_BF16}) {
+    V all;
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      const double v = dt == ACL_FLOAT16 ? acltest::DecodeF16(static_cast<uint16_t>(bits))
+                                         : acltest::DecodeBF16(static_cast<uint16_t>(bits));
+      if (!std::isnan(v)) all.push_back(v);
+    }
+    EXPECT_EQ(Identity(all, dt, dt), all) << acltest::DtypeName(dt);
+  }
+}
+
+TEST(ConvSmoke, FloatNarrowsToNearestEven) {
+  V xs = {65504,
+          65519.99,
+          65520,
+          1e9,
+          -1e9,
+          std::ldexp(1.0, -24),
+          std::ldexp(1.0, -25),
+          std::ldexp(3.0, -26),
+          std::ldexp(1.0, -26),
+          1.0 / 3,
+          -2.0 / 3};
+  for (int i = 0; i < 64; ++i) {
+    // Exact midpoints between neighbouring fp16 / bf16 values, both parities.
+    xs.push_back(1 + (2 * i + 1) * std::ldexp(1.0, -11));
+    xs.push_back(-(1 + (2 * i + 1) * std::ldexp(1.0, -8)));
+    xs.push_back((2 * i + 1) * std::ldexp(1.0, -25));  // fp16 subnormal midpoints
+  }
+  acltest::Rng rng(11);
+  for (double v : rng.Uniform(256, -70000, 70000)) xs.push_back(v);
+  for (double& v : xs) v = acltest::RoundToF32(v);
+  for (aclDataType dt : {ACL_FLOAT16, ACL_BF16}) {
+    V want;
+    for (double v : xs) want.push_back(acltest::RoundToDtype(v, dt));
+    EXPECT_EQ(Identity(xs, ACL_FLOAT, dt), want) << acltest::DtypeName(dt);
+  }
+}
+
 }  // namespace
