@@ -5,4 +5,5 @@
 #include "autograd/engine.h"
 #include "autograd/error.h"
 #include "autograd/grad_mode.h"
+#include "autograd/gradcheck.h"
 #include "autograd/node.h"
