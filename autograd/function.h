@@ -6,7 +6,7 @@
 // (mul, sum_to, ...), not raw kernels, and double backward (create_graph=true) works for free;
 // if it must use raw kernels, pass supports_double_backward=false to the Node constructor.
 //
-//   // y = a * b (broadcasting). ops/elementwise*.cpp has the real thing.
+//   // y = a * b (broadcasting). ops/elementwise.cpp has the real thing.
 //   struct MulBackward final : autograd::Node {
 //     MulBackward() : Node("MulBackward") {}
 //     size_t a = 0, b = 0;                                   // slots of the saved tensors
@@ -34,6 +34,9 @@
 //     for tensors without history (e.g. int64 indices); drop big ones in release_state().
 //   - set_history() wants a fresh output tensor; to return an input unchanged, return
 //     input.detach() (a new tensor over the same data) and set history on that.
+//   - Tensor's own view methods (view, reshape, t, expand, ...) are NOT recorded: the result has
+//     no history. Use them in kernels or on tensors without history; in a backward formula that
+//     must stay differentiable use recorded ops (broadcast_to, sum_to, ...).
 //   - Several outputs: call set_history() on each, in order; apply() then gets one gradient per
 //     output, some possibly undefined (treat undefined as zeros). Non-floating outputs (indices)
 //     get no history.

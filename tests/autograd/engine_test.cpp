@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "autograd/autograd.h"
 #include "autograd/function.h"
@@ -228,6 +229,55 @@ TEST(Engine, SetGradChecksShapeAndAccumulatesOutOfPlace) {
   expect_tensor(x.grad(), {2}, {11, 21});
   expect_tensor(mine, {2}, {10, 20});  // the caller's tensor is not written to
   EXPECT_THROW(x.set_grad(zeros({3}, Dtype::Float64)), AutogradError);
+}
+
+// (x * 2, x * 3) from one node: apply() gets one gradient per output, undefined if unused.
+struct TwoOutputBackward final : autograd::Node {
+  TwoOutputBackward() : Node("TwoOutputBackward") {}
+  int undefined_seen = 0;
+  autograd::tensor_list apply(autograd::tensor_list&& g) override {
+    Tensor total = zeros(input_sizes(0), input_meta(0).dtype);
+    if (g[0].defined()) total = total + g[0] * 2.0;
+    if (g[1].defined()) total = total + g[1] * 3.0;
+    undefined_seen += !g[0].defined() + !g[1].defined();
+    return {total};
+  }
+};
+
+std::pair<Tensor, Tensor> two_outputs(const Tensor& x, std::shared_ptr<TwoOutputBackward>* keep) {
+  Tensor a = x.detach() * 2.0, b = x.detach() * 3.0;
+  if (auto node = autograd::make_node<TwoOutputBackward>({x})) {
+    node->set_history(a);
+    node->set_history(b);
+    *keep = node;
+  }
+  return {a, b};
+}
+
+TEST(Engine, MultiOutputNodesGetOneGradientPerOutput) {
+  Tensor x = leaf({1, 2}, {2});
+  std::shared_ptr<TwoOutputBackward> node;
+  auto [a, b] = two_outputs(x, &node);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->num_outputs(), 2u);
+  EXPECT_EQ(a.output_nr(), 0u);
+  EXPECT_EQ(b.output_nr(), 1u);
+  sum(a * b).backward(Tensor(), true);  // d/dx (2x * 3x) = 12 x
+  expect_tensor(x.grad(), {2}, {12, 24});
+  EXPECT_EQ(node->undefined_seen, 0);
+  x.zero_grad();
+  sum(b).backward();  // output 0 unused
+  expect_tensor(x.grad(), {2}, {3, 3});
+  EXPECT_EQ(node->undefined_seen, 1);
+}
+
+TEST(Engine, GradModeIsPerThread) {
+  NoGradGuard guard;
+  bool other_thread_enabled = false;
+  std::thread t([&] { other_thread_enabled = GradMode::is_enabled(); });
+  t.join();
+  EXPECT_TRUE(other_thread_enabled);
+  EXPECT_FALSE(GradMode::is_enabled());
 }
 
 // ---- grad() ----
