@@ -3,4 +3,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh"
+# This machine's environment sets OPENBLAS_CORETYPE=Haswell, which pins OpenBLAS to its AVX2
+# kernels (about half the SGEMM throughput on AVX-512 CPUs). OpenBLAS reads it once at load time,
+# so the only place to undo it is before the program starts. See README "Performance notes".
+unset OPENBLAS_CORETYPE
 exec "$root/build/examples/aclnn/conv_backward_demo" "$@"
