@@ -167,8 +167,9 @@ struct LeakyReluBackward final : Node {
   size_t x = 0;
   tensor_list apply(tensor_list&& grads) override {
     const double s = slope;
-    const Tensor factor = map_unary("leaky_relu", saved(x), [s](auto v) -> decltype(v) {
-      return v > 0 ? 1 : static_cast<decltype(v)>(s);
+    const Tensor factor = map_unary("leaky_relu", saved(x), [s](auto v) {
+      using C = decltype(v);
+      return kernels::select(v > 0, C(1), static_cast<C>(s));
     });
     return {mul(grads[0], factor)};
   }
@@ -206,8 +207,8 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
-  Tensor out = map_unary("leaky_relu", x, [negative_slope](auto v) -> decltype(v) {
-    return v > 0 ? v : v * static_cast<decltype(v)>(negative_slope);
+  Tensor out = map_unary("leaky_relu", x, [negative_slope](auto v) {
+    return kernels::select(v > 0, v, v * static_cast<decltype(v)>(negative_slope));
   });
   if (auto node = make_node<LeakyReluBackward>({x}, negative_slope)) {
     node->x = node->save(x);
@@ -217,10 +218,11 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
 }
 
 Tensor sigmoid(const Tensor& x) {
-  Tensor out = map_unary("sigmoid", x, [](auto v) -> decltype(v) {
-    if (v >= 0) return 1 / (1 + std::exp(-v));
-    const auto e = std::exp(v);  // no overflow for very negative v
-    return e / (1 + e);
+  Tensor out = map_unary("sigmoid", x, [](auto v) {
+    // e = exp(-|v|) never overflows: 1 / (1 + e) for v >= 0, e / (1 + e) for v < 0.
+    const auto e = std::exp(-std::abs(v));
+    const auto r = 1 / (1 + e);
+    return kernels::select(v >= 0, r, e * r);
   });
   if (auto node = make_node<SigmoidBackward>({x})) {
     node->set_history(out);

@@ -6,6 +6,8 @@
 // Binary ops need both operands to have the same dtype (no implicit promotion).
 #pragma once
 
+#include <bit>
+#include <cstdint>
 #include <type_traits>
 
 #include "tensor/creation.h"
@@ -23,6 +25,18 @@ inline void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
                     ": expected both operands to have the same dtype, "
                     "got ",
                     a.dtype(), " and ", b.dtype());
+}
+
+/// m ? a : b without a branch (masks like relu's are random, and a branch would mispredict);
+/// bit-exact for every element type (NaN payloads, signed zeros).
+template <typename T>
+inline T select(bool m, T a, T b) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t,
+                                  std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
+  static_assert(sizeof(T) == sizeof(Bits));
+  const Bits mask = static_cast<Bits>(Bits(0) - static_cast<Bits>(m));
+  return std::bit_cast<T>(
+      static_cast<Bits>((std::bit_cast<Bits>(a) & mask) | (std::bit_cast<Bits>(b) & ~mask)));
 }
 
 /// out = f(x), f called with compute_t values: map_unary("exp", x, [](auto v) { return

@@ -2,5 +2,9 @@
 #pragma once
 
 #include "ops/activation.h"
+#include "ops/batch_norm.h"
+#include "ops/conv.h"
+#include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/pool.h"
 #include "ops/reduction.h"

@@ -206,7 +206,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   Tensor out = empty(x.sizes(), x.dtype());
   dispatch_floating_dtype(x.dtype(), "masked_fill", [&]<typename T>() {
     const T v = value.to<T>();
-    map_elementwise<T, T, bool>(out, {x, mask}, [v](T u, bool m) { return m ? v : u; });
+    map_elementwise<T, T, bool>(out, {x, mask},
+                                [v](T u, bool m) { return kernels::select(m, v, u); });
   });
   if (auto node = make_node<MaskedFillBackward>({x}, mask)) node->set_history(out);
   return out;

@@ -154,6 +154,13 @@ TEST(Elementwise, NanPropagates) {
   EXPECT_TRUE(std::isnan(clamp(x, 0, 0.5).to_vector<double>()[0]));
   EXPECT_TRUE(std::isnan(sign(x).to_vector<double>()[0]));
   EXPECT_EQ(clamp(x, 0, 0.5).to_vector<double>()[1], 0.5);
+  // masked_fill's branch-free select keeps unmasked values bit for bit (NaN, -0.0).
+  const Tensor y =
+      masked_fill(tensor({kNan, -0.0, 1.0}, {3}), tensor({false, false, true}, {3}), 7);
+  const std::vector<double> yv = y.to_vector<double>();
+  EXPECT_TRUE(std::isnan(yv[0]));
+  EXPECT_TRUE(std::signbit(yv[1]));
+  EXPECT_EQ(yv[2], 7.0);
 }
 
 TEST(Elementwise, HalfPrecisionComputesInFloat32AndRoundsOnce) {

@@ -1,0 +1,322 @@
+// batch_norm: per-channel statistics and normalisation kernels, the running-statistics update,
+// and the backward node (a fused kernel for first derivatives; differentiable ops under
+// create_graph).
+//
+// Kernels see x as contiguous [N, C, S] (S = product of the spatial dims): channel c is N rows of
+// S contiguous values, row (n, c) starting at (n*C + c)*S. Statistics accumulate in double.
+#include "ops/batch_norm.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "autograd/function.h"
+#include "ops/elementwise.h"
+#include "ops/kernels.h"
+#include "ops/reduction.h"
+#include "tensor/creation.h"
+
+namespace aclgrad {
+
+using autograd::make_node;
+using autograd::Node;
+using autograd::tensor_list;
+
+namespace {
+
+// x as [N, C, S].
+struct ChannelGeometry {
+  int64_t N = 0, C = 0, S = 1;
+  int64_t per_channel() const { return N * S; }  // M
+};
+
+ChannelGeometry geometry_of(const Tensor& x) {
+  ChannelGeometry g{x.size(0), x.size(1), 1};
+  for (int64_t d = 2; d < x.dim(); ++d) g.S *= x.size(d);
+  return g;
+}
+
+// Runs f(begin, end) over [0, count) in parallel chunks of about kGrainWork elements of work.
+template <typename F>
+void parallel_chunks(int64_t count, int64_t work_per_item, F f) {
+  constexpr int64_t kGrainWork = 1 << 15;
+  const int64_t grain = std::max<int64_t>(1, kGrainWork / std::max<int64_t>(1, work_per_item));
+  if (count <= grain) {
+    f(int64_t{0}, count);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, grain),
+                    [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
+}
+
+// Calls row(c, p) for every row p (length S) of channel c.
+template <typename T, typename F>
+void for_channel_rows(const ChannelGeometry& g, const T* x, int64_t c, F row) {
+  for (int64_t n = 0; n < g.N; ++n) row(x + (n * g.C + c) * g.S);
+}
+
+// Batch mean and biased variance per channel (two passes: mean, then squared deviations).
+template <typename T>
+void channel_stats(const ChannelGeometry& g, const T* x, std::vector<double>& mean,
+                   std::vector<double>& var) {
+  const double M = static_cast<double>(g.per_channel());
+  parallel_chunks(g.C, g.per_channel(), [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double s = 0;
+      for_channel_rows(g, x, c, [&](const T* r) {
+        for (int64_t i = 0; i < g.S; ++i) s += convert<double>(r[i]);
+      });
+      const double mu = s / M;
+      double q = 0;
+      for_channel_rows(g, x, c, [&](const T* r) {
+        for (int64_t i = 0; i < g.S; ++i) {
+          const double d = convert<double>(r[i]) - mu;
+          q += d * d;
+        }
+      });
+      mean[c] = mu;
+      var[c] = q / M;
+    }
+  });
+}
+
+// Values of an optional per-channel tensor as doubles (fill when undefined).
+std::vector<double> channel_values(const Tensor& t, int64_t C, double fill) {
+  if (!t.defined()) return std::vector<double>(C, fill);
+  return t.contiguous().view({C}).to_vector<double>();
+}
+
+// y = x * scale[c] + shift[c], row by row.
+template <typename T>
+void apply_affine(const ChannelGeometry& g, const T* x, T* y, const std::vector<double>& scale,
+                  const std::vector<double>& shift) {
+  using C = kernels::compute_t<T>;
+  parallel_chunks(g.N * g.C, g.S, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const C a = static_cast<C>(scale[r % g.C]), b = static_cast<C>(shift[r % g.C]);
+      const T* xr = x + r * g.S;
+      T* yr = y + r * g.S;
+      for (int64_t i = 0; i < g.S; ++i) yr[i] = convert<T>(convert<C>(xr[i]) * a + b);
+    }
+  });
+}
+
+// Dims reduced for per-channel sums: all but 1.
+Shape reduced_dims(int64_t ndim) {
+  Shape d{0};
+  for (int64_t i = 2; i < ndim; ++i) d.push_back(i);
+  return d;
+}
+
+// [C] -> [1, C, 1, ...] recorded (its gradient reshapes back), for broadcasting against x.
+struct ReshapeBackward final : Node {
+  ReshapeBackward() : Node("ReshapeBackward") {}
+  tensor_list apply(tensor_list&& grads) override;
+};
+Tensor reshape_recorded(const Tensor& t, const Shape& shape) {
+  Tensor out = t.reshape(shape);
+  if (auto node = make_node<ReshapeBackward>({t})) node->set_history(out);
+  return out;
+}
+tensor_list ReshapeBackward::apply(tensor_list&& grads) {
+  return {reshape_recorded(grads[0], input_sizes(0))};
+}
+
+Shape channel_shape(int64_t C, int64_t ndim) {
+  Shape s(ndim, 1);
+  s[1] = C;
+  return s;
+}
+
+// y = batch_norm(x, weight, bias). Keeps the per-channel mean and 1/sqrt(var + eps) that the
+// forward used (batch statistics in training, running ones in eval).
+struct BatchNormBackward final : Node {
+  BatchNormBackward(bool training, double eps, std::vector<double> mean, std::vector<double> invstd)
+      : Node("BatchNormBackward"),
+        training(training),
+        eps(eps),
+        mean(std::move(mean)),
+        invstd(std::move(invstd)) {}
+  bool training;
+  double eps;
+  std::vector<double> mean, invstd;  // [C]
+  size_t x = 0, w = 0;
+  bool has_weight = false;
+
+  tensor_list apply(tensor_list&& grads) override {
+    return GradMode::is_enabled() ? composed(grads[0]) : fused(grads[0]);
+  }
+
+  // The formulas of batch_norm.h with one pass for the sums Σg, Σg x̂ and one for dx.
+  tensor_list fused(const Tensor& g_in) {
+    const Tensor xv = saved(x).contiguous(), g = g_in.contiguous();
+    const ChannelGeometry geo = geometry_of(xv);
+    const std::vector<double> wv =
+        has_weight ? channel_values(saved(w), geo.C, 1) : std::vector<double>(geo.C, 1.0);
+    std::vector<double> sum_g(geo.C), sum_gx(geo.C);
+    Tensor dx = needs_grad(0) ? empty(xv.sizes(), xv.dtype()) : Tensor();
+    dispatch_floating_dtype(xv.dtype(), "batch_norm", [&]<typename T>() {
+      const T* xp = xv.data_ptr<T>();
+      const T* gp = g.data_ptr<T>();
+      parallel_chunks(geo.C, geo.per_channel(), [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+          double sg = 0, sgx = 0;  // Σ g and Σ g (x - mean); x̂ = (x - mean) invstd
+          for (int64_t n = 0; n < geo.N; ++n) {
+            const int64_t off = (n * geo.C + c) * geo.S;
+            for (int64_t i = 0; i < geo.S; ++i) {
+              const double gv = convert<double>(gp[off + i]);
+              sg += gv;
+              sgx += gv * (convert<double>(xp[off + i]) - mean[c]);
+            }
+          }
+          sum_g[c] = sg;
+          sum_gx[c] = sgx * invstd[c];
+        }
+      });
+      if (!dx.defined()) return;
+      // dx = k (g - a - (x - mean) b): k = w invstd; in training a = Σg / M (the mean term) and
+      // b = invstd Σ(g x̂) / M (the variance term x̂ Σ(g x̂) / M on raw x); a = b = 0 in eval.
+      const double M = static_cast<double>(geo.per_channel());
+      std::vector<double> k(geo.C), a(geo.C, 0.0), b(geo.C, 0.0);
+      for (int64_t c = 0; c < geo.C; ++c) {
+        k[c] = wv[c] * invstd[c];
+        if (training) a[c] = sum_g[c] / M, b[c] = invstd[c] * sum_gx[c] / M;
+      }
+      using C = kernels::compute_t<T>;
+      T* dp = dx.data_ptr<T>();
+      parallel_chunks(geo.N * geo.C, geo.S, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t c = r % geo.C;
+          const C kc = C(k[c]), ac = C(a[c]), bc = C(b[c]), mc = C(mean[c]);
+          for (int64_t i = r * geo.S; i < (r + 1) * geo.S; ++i) {
+            dp[i] = convert<T>(kc * (convert<C>(gp[i]) - ac - (convert<C>(xp[i]) - mc) * bc));
+          }
+        }
+      });
+    });
+    const Dtype dt = xv.dtype();
+    return {dx, needs_grad(1) ? from_vector(sum_gx, {geo.C}, dt) : Tensor(),
+            needs_grad(2) ? from_vector(sum_g, {geo.C}, dt) : Tensor()};
+  }
+
+  // Same formulas from differentiable ops; in training the statistics are recomputed from x so
+  // that their dependence on x is differentiated too.
+  tensor_list composed(const Tensor& g) {
+    const Tensor xv = saved(x);
+    const int64_t nd = xv.dim(), C = xv.size(1);
+    const Shape red = reduced_dims(nd), cs = channel_shape(C, nd);
+    Tensor xc, inv;  // x - mean, 1/sqrt(var + eps): [N, C, *], [1, C, 1...]
+    if (training) {
+      xc = sub(xv, mean_of(xv, red));
+      inv = reciprocal(sqrt(add(mean_of(mul(xc, xc), red), eps)));
+    } else {
+      xc = sub(xv, from_vector(mean, cs, xv.dtype()));
+      inv = from_vector(invstd, cs, xv.dtype());
+    }
+    const Tensor xhat = mul(xc, inv);
+    Tensor dx;
+    if (needs_grad(0)) {
+      const Tensor gw = has_weight ? mul(g, reshape_recorded(saved(w), cs)) : g;
+      dx = training
+               ? mul(sub(sub(gw, mean_of(gw, red)), mul(xhat, mean_of(mul(gw, xhat), red))), inv)
+               : mul(gw, inv);
+    }
+    return {dx, needs_grad(1) ? sum(mul(g, xhat), red) : Tensor(),
+            needs_grad(2) ? sum(g, red) : Tensor()};
+  }
+
+  static Tensor mean_of(const Tensor& t, const Shape& red) { return aclgrad::mean(t, red, true); }
+};
+
+void check_channel_param(const char* name, const Tensor& t, const Tensor& x, bool vector) {
+  if (!t.defined()) return;
+  const int64_t C = x.size(1);
+  check<ShapeError>(t.numel() == C, "batch_norm: ", name, " should contain ", C, " elements not ",
+                    t.numel());
+  check<ShapeError>(!vector || t.dim() == 1, "batch_norm: expected ", name, " of shape [", C,
+                    "], got shape ", t.sizes());
+  check<DtypeError>(t.is_floating_point(), "batch_norm: expected ", name,
+                    " to have a floating point dtype, got ", t.dtype());
+  check<DtypeError>(!vector || t.dtype() == x.dtype(), "batch_norm: expected ", name,
+                    " to have the input's dtype ", x.dtype(), ", got ", t.dtype());
+  check(vector || !t.requires_grad(), "batch_norm: ", name,
+        " must not require grad (running statistics are updated in place, never differentiated)");
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps) {
+  check<ShapeError>(x.dim() >= 2, "batch_norm: expected input with at least 2 dims [N, C, *], got ",
+                    "input of shape ", x.sizes());
+  check<DtypeError>(x.is_floating_point(), "batch_norm: expected a floating point dtype, got ",
+                    x.dtype());
+  check_channel_param("running_mean", running_mean, x, false);
+  check_channel_param("running_var", running_var, x, false);
+  check_channel_param("weight", weight, x, true);
+  check_channel_param("bias", bias, x, true);
+  check(training || (running_mean.defined() && running_var.defined()),
+        "batch_norm: ", running_mean.defined() ? "running_var" : "running_mean",
+        " must be defined in evaluation mode");
+  check(running_mean.defined() == running_var.defined(),
+        "batch_norm: running_mean and running_var must both be defined or both be undefined");
+
+  const Tensor xc = x.contiguous();
+  const ChannelGeometry geo = geometry_of(xc);
+  const int64_t M = geo.per_channel();
+  check(!training || M != 1, "batch_norm: expected more than 1 value per channel when training, ",
+        "got input of shape ", x.sizes());
+
+  std::vector<double> mean(geo.C), var(geo.C);
+  if (training) {
+    dispatch_floating_dtype(x.dtype(), "batch_norm", [&]<typename T>() {
+      channel_stats<T>(geo, xc.data_ptr<T>(), mean, var);
+    });
+    if (running_mean.defined() && M > 0) {
+      const std::vector<double> rm = channel_values(running_mean, geo.C, 0);
+      const std::vector<double> rv = channel_values(running_var, geo.C, 0);
+      std::vector<double> new_m(geo.C), new_v(geo.C);
+      const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
+      for (int64_t c = 0; c < geo.C; ++c) {
+        new_m[c] = (1 - momentum) * rm[c] + momentum * mean[c];
+        new_v[c] = (1 - momentum) * rv[c] + momentum * var[c] * unbias;
+      }
+      running_mean.copy_(from_vector(new_m, running_mean.sizes(), Dtype::Float64));  // bumps
+      running_var.copy_(from_vector(new_v, running_var.sizes(), Dtype::Float64));    // version
+    }
+  } else {
+    mean = channel_values(running_mean, geo.C, 0);
+    var = channel_values(running_var, geo.C, 1);
+  }
+
+  // y = x * scale + shift, scale = w invstd, shift = b - mean scale.
+  std::vector<double> invstd(geo.C), scale(geo.C), shift(geo.C);
+  const std::vector<double> wv = channel_values(weight, geo.C, 1);
+  const std::vector<double> bv = channel_values(bias, geo.C, 0);
+  for (int64_t c = 0; c < geo.C; ++c) {
+    invstd[c] = 1 / std::sqrt(var[c] + eps);
+    scale[c] = wv[c] * invstd[c];
+    shift[c] = bv[c] - mean[c] * scale[c];
+  }
+  Tensor y = empty(x.sizes(), x.dtype());
+  dispatch_floating_dtype(x.dtype(), "batch_norm", [&]<typename T>() {
+    apply_affine<T>(geo, xc.data_ptr<T>(), y.data_ptr<T>(), scale, shift);
+  });
+
+  if (auto node = make_node<BatchNormBackward>({x, weight, bias}, training, eps, std::move(mean),
+                                               std::move(invstd))) {
+    node->x = node->save(x);
+    if (weight.defined() && node->needs_grad(0)) {
+      node->has_weight = true;
+      node->w = node->save(weight);
+    }
+    node->set_history(y);
+  }
+  return y;
+}
+
+}  // namespace aclgrad

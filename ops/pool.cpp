@@ -1,0 +1,516 @@
+// Pooling: one N-d geometry (PoolPlan) for max/avg/adaptive-avg pooling in 1d/2d/3d, the plane
+// kernels, and the recorded ops with their backward nodes side by side.
+//
+// Every spatial rank is run as 3-d: 1d and 2d get leading unit dims (kernel 1, stride 1, no
+// padding), so [N, C, L] is processed as N*C planes of [1, 1, L]. A plan describes each axis as
+// a table of windows: output o of that axis reads the input positions start + i*step, i < count
+// (only positions inside the input; padding never appears in the tables). Max, avg and adaptive
+// avg pooling differ only in how the tables are built and in the reduction.
+//
+// The recorded ops and their adjoints (each backward is again a recorded op, so every order of
+// derivative works):
+//   avg_forward(x)          <-> avg_adjoint(g)            (spread g / divisor over the window)
+//   max_forward(x) = gather of x at idx;   max_scatter(g) <-> max_gather(gg) at the same idx.
+#include "ops/pool.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "autograd/function.h"
+#include "ops/kernels.h"
+#include "tensor/creation.h"
+
+namespace aclgrad {
+
+using autograd::make_node;
+using autograd::Node;
+using autograd::tensor_list;
+
+namespace {
+
+enum class PoolKind { Max, Avg };  // only the padding rule differs at planning time
+
+// Input positions of one output index along one axis: start + i*step for i < count. span is the
+// window's extent clipped to the padded input (the count_include_pad divisor factor).
+struct Window {
+  int64_t start = 0, count = 0, step = 1, span = 1;
+};
+
+struct PoolPlan {
+  const char* op = "";         // "max_pool2d", for messages
+  const char* node_name = "";  // "MaxPool2dBackward", ...
+  Shape in_shape, out_shape;   // the user's shapes, [N, C, *spatial] or [C, *spatial]
+  int64_t planes = 0;          // N * C
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1};  // spatial sizes as 3-d
+  std::array<std::vector<Window>, 3> windows;        // windows[axis][o]
+  bool count_include_pad = true;                     // avg only
+  std::optional<int64_t> divisor_override;           // avg only
+
+  int64_t in_plane() const { return in[0] * in[1] * in[2]; }
+  int64_t out_plane() const { return out[0] * out[1] * out[2]; }
+  double divisor(const Window& a, const Window& b, const Window& c) const {
+    if (divisor_override) return static_cast<double>(*divisor_override);
+    if (count_include_pad) return static_cast<double>(a.span * b.span * c.span);
+    return static_cast<double>(a.count * b.count * c.count);
+  }
+};
+using PlanPtr = std::shared_ptr<const PoolPlan>;
+
+// ---- geometry ----
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
+// PyTorch's pooling_output_shape.
+int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  int64_t out = floor_div(in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;  // last window must start in input/left pad
+  return out;
+}
+
+// Windows o*s - p + j*d (j < k) of one axis, restricted to [0, in).
+std::vector<Window> strided_windows(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p,
+                                    int64_t d) {
+  std::vector<Window> w(out);
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * s - p;
+    const int64_t j0 = start < 0 ? (-start + d - 1) / d : 0;   // first tap >= 0
+    const int64_t j1 = std::min(k, (in - start + d - 1) / d);  // taps < in
+    w[o].count = std::max<int64_t>(0, j1 - j0);
+    w[o].start = start + j0 * d;
+    w[o].step = d;
+    w[o].span = std::min(start + k, in + p) - start;  // avg (d = 1): clipped to the padded input
+  }
+  return w;
+}
+
+// Adaptive windows [floor(o*in/out), ceil((o+1)*in/out)).
+std::vector<Window> adaptive_windows(int64_t in, int64_t out) {
+  std::vector<Window> w(out);
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;
+    w[o] = Window{start, end - start, 1, end - start};
+  }
+  return w;
+}
+
+// A window parameter as 3 axes: rank values (or one value repeated), leading unit axes `unit`.
+std::array<int64_t, 3> expand_param(const char* op, const char* name, const Shape& v, int rank,
+                                    int64_t unit) {
+  check(v.size() == 1 || static_cast<int>(v.size()) == rank, op, ": ", name, " must have 1 or ",
+        rank, " elements, got ", v);
+  std::array<int64_t, 3> a{unit, unit, unit};
+  for (int i = 0; i < rank; ++i) a[3 - rank + i] = v.size() == 1 ? v[0] : v[i];
+  return a;
+}
+
+Shape spatial_of(const std::array<int64_t, 3>& a, int rank) {
+  return Shape(a.begin() + (3 - rank), a.end());
+}
+
+const char* kSpatialNames[3] = {"L", "H, W", "D, H, W"};
+
+// Checks x is [C, *spatial] or [N, C, *spatial] with non-zero C and spatial dims; fills the
+// plan's shapes and input sizes.
+void plan_input(const char* op, int rank, const Tensor& x, PoolPlan& plan) {
+  const int64_t nd = x.dim();
+  bool ok = nd == rank + 1 || nd == rank + 2;
+  for (int64_t i = (nd == rank + 2 ? 1 : 0); ok && i < nd; ++i) ok = x.size(i) > 0;
+  check<ShapeError>(ok, op, ": expected a ", rank + 1, "-d [C, ", kSpatialNames[rank - 1], "] or ",
+                    rank + 2, "-d [N, C, ", kSpatialNames[rank - 1],
+                    "] input with non-zero C and spatial sizes (N may be 0), got input of shape ",
+                    x.sizes());
+  plan.in_shape = x.sizes();
+  plan.planes = 1;
+  for (int64_t i = 0; i < nd - rank; ++i) plan.planes *= x.size(i);
+  for (int i = 0; i < rank; ++i) plan.in[3 - rank + i] = x.size(nd - rank + i);
+}
+
+void plan_output(PoolPlan& plan, int rank) {
+  const int64_t lead = static_cast<int64_t>(plan.in_shape.size()) - rank;
+  plan.out_shape = Shape(plan.in_shape.begin(), plan.in_shape.begin() + lead);
+  for (int i = 0; i < rank; ++i) plan.out_shape.push_back(plan.out[3 - rank + i]);
+}
+
+struct WindowArgs {
+  const Shape& kernel_size;
+  const Shape& stride;
+  const Shape& padding;
+  const Shape& dilation;
+  bool ceil_mode;
+};
+
+std::shared_ptr<PoolPlan> make_strided_plan(const char* op, const char* node_name, PoolKind kind,
+                                            int rank, const Tensor& x, const WindowArgs& args) {
+  auto plan = std::make_shared<PoolPlan>();
+  plan->op = op;
+  plan->node_name = node_name;
+  const auto k = expand_param(op, "kernel_size", args.kernel_size, rank, 1);
+  const auto s = args.stride.empty() ? k : expand_param(op, "stride", args.stride, rank, 1);
+  const auto p = expand_param(op, "padding", args.padding, rank, 0);
+  const auto d = expand_param(op, "dilation", args.dilation, rank, 1);
+  for (int a = 3 - rank; a < 3; ++a) {
+    check(k[a] > 0, op,
+          ": kernel_size should be greater than zero, but got kernel_size=", spatial_of(k, rank));
+    check(s[a] > 0, op,
+          ": stride should be greater than zero, but got stride=", spatial_of(s, rank));
+    check(d[a] > 0, op,
+          ": dilation should be greater than zero, but got dilation=", spatial_of(d, rank));
+    check(p[a] >= 0, op, ": pad must be non-negative, but got pad=", spatial_of(p, rank));
+    if (kind == PoolKind::Max) {
+      check(p[a] <= (d[a] * (k[a] - 1) + 1) / 2, op,
+            ": pad should be at most half of effective kernel size, but got pad=", p[a],
+            ", kernel_size=", k[a], " and dilation=", d[a]);
+    } else {
+      check(p[a] <= k[a] / 2, op, ": pad should be at most half of kernel size, but got pad=", p[a],
+            " and kernel_size=", k[a]);
+    }
+  }
+  plan_input(op, rank, x, *plan);
+  for (int a = 0; a < 3; ++a) {
+    plan->out[a] = pooled_size(plan->in[a], k[a], s[a], p[a], d[a], args.ceil_mode);
+  }
+  for (int a = 3 - rank; a < 3; ++a) {
+    check<ShapeError>(plan->out[a] >= 1, op, ": given input of shape ", x.sizes(),
+                      ", the calculated output size ", spatial_of(plan->out, rank),
+                      " is too small (kernel_size=", spatial_of(k, rank),
+                      ", stride=", spatial_of(s, rank), ", padding=", spatial_of(p, rank),
+                      ", dilation=", spatial_of(d, rank), ")");
+  }
+  for (int a = 0; a < 3; ++a) {
+    plan->windows[a] = strided_windows(plan->in[a], plan->out[a], k[a], s[a], p[a], d[a]);
+  }
+  plan_output(*plan, rank);
+  return plan;
+}
+
+// ---- plane kernels ----
+// x, y, idx, g point at one plane: x/g_in [D, H, W], y/g_out/idx [D_out, H_out, W_out].
+
+// Calls f(o, a, b, c) for every output position o of a plane with its three axis windows, and
+// tap(pos) visits the input positions of a window in row-major order.
+template <typename F>
+void for_each_window(const PoolPlan& p, F f) {
+  int64_t o = 0;
+  for (const Window& a : p.windows[0]) {
+    for (const Window& b : p.windows[1]) {
+      for (const Window& c : p.windows[2]) f(o++, a, b, c);
+    }
+  }
+}
+
+template <typename F>
+void for_each_tap(const PoolPlan& p, const Window& a, const Window& b, const Window& c, F tap) {
+  const int64_t H = p.in[1], W = p.in[2];
+  for (int64_t i = 0; i < a.count; ++i) {
+    const int64_t id = a.start + i * a.step;
+    for (int64_t j = 0; j < b.count; ++j) {
+      const int64_t row = (id * H + b.start + j * b.step) * W + c.start;
+      for (int64_t k = 0; k < c.count; ++k) tap(row + k * c.step);
+    }
+  }
+}
+
+// Runs plane_fn(plane) for every plane; oneTBB splits the planes when there is enough work.
+template <typename F>
+void for_each_plane(const PoolPlan& p, F plane_fn) {
+  constexpr int64_t kGrainWork = 1 << 15;  // ~elements touched per task
+  const int64_t work = std::max<int64_t>(1, p.in_plane() + p.out_plane());
+  const int64_t grain = std::max<int64_t>(1, kGrainWork / work);
+  if (p.planes <= grain) {
+    for (int64_t i = 0; i < p.planes; ++i) plane_fn(i);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, p.planes, grain),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t i = r.begin(); i != r.end(); ++i) plane_fn(i);
+                    });
+}
+
+// y = max over the window (NaN wins: the last NaN), idx = its flat plane position.
+template <typename T>
+void max_forward_plane(const PoolPlan& p, const T* x, T* y, int64_t* idx) {
+  using C = kernels::compute_t<T>;
+  for_each_window(p, [&](int64_t o, const Window& a, const Window& b, const Window& c) {
+    C best = -std::numeric_limits<C>::infinity();
+    int64_t bi = -1;
+    for_each_tap(p, a, b, c, [&](int64_t pos) {
+      const C v = convert<C>(x[pos]);
+      if (bi < 0 || v > best || std::isnan(v)) best = v, bi = pos;
+    });
+    y[o] = convert<T>(best);
+    idx[o] = bi;
+  });
+}
+
+// y = sum over the window / divisor.
+template <typename T>
+void avg_forward_plane(const PoolPlan& p, const T* x, T* y) {
+  using C = kernels::compute_t<T>;
+  for_each_window(p, [&](int64_t o, const Window& a, const Window& b, const Window& c) {
+    C acc = 0;
+    for_each_tap(p, a, b, c, [&](int64_t pos) { acc += convert<C>(x[pos]); });
+    y[o] = convert<T>(acc / static_cast<C>(p.divisor(a, b, c)));
+  });
+}
+
+// Adjoint of avg_forward_plane: gi[pos] += go[o] / divisor for every tap (gi zeroed).
+template <typename T>
+void avg_adjoint_plane(const PoolPlan& p, const T* go, T* gi) {
+  using C = kernels::compute_t<T>;
+  for_each_window(p, [&](int64_t o, const Window& a, const Window& b, const Window& c) {
+    const C share = convert<C>(go[o]) / static_cast<C>(p.divisor(a, b, c));
+    for_each_tap(p, a, b, c,
+                 [&](int64_t pos) { gi[pos] = convert<T>(convert<C>(gi[pos]) + share); });
+  });
+}
+
+// ---- recorded ops ----
+
+Tensor avg_forward(const Tensor& x, const PlanPtr& plan);
+Tensor avg_adjoint(const Tensor& g, const PlanPtr& plan);
+Tensor max_scatter(const Tensor& g, const Tensor& idx, const PlanPtr& plan);
+Tensor max_gather(const Tensor& g, const Tensor& idx, const PlanPtr& plan);
+
+// y = avg_pool(x) is linear: dL/dx = avg_adjoint(dL/dy).
+struct AvgPoolBackward final : Node {
+  explicit AvgPoolBackward(PlanPtr plan) : Node(plan->node_name), plan(std::move(plan)) {}
+  PlanPtr plan;
+  tensor_list apply(tensor_list&& grads) override { return {avg_adjoint(grads[0], plan)}; }
+};
+
+// z = avg_adjoint(g) is linear: dL/dg = avg_forward(dL/dz).
+struct AvgPoolAdjointBackward final : Node {
+  explicit AvgPoolAdjointBackward(PlanPtr plan)
+      : Node("AvgPoolBackwardBackward"), plan(std::move(plan)) {}
+  PlanPtr plan;
+  tensor_list apply(tensor_list&& grads) override { return {avg_forward(grads[0], plan)}; }
+};
+
+Tensor avg_forward(const Tensor& x_in, const PlanPtr& plan) {
+  const PoolPlan& p = *plan;
+  const Tensor x = x_in.contiguous();  // [P, D, H, W] as the user's shape
+  Tensor y = empty(p.out_shape, x.dtype());
+  dispatch_floating_dtype(x.dtype(), p.op, [&]<typename T>() {
+    const T* xp = x.data_ptr<T>();
+    T* yp = y.data_ptr<T>();
+    for_each_plane(p, [&](int64_t i) {
+      avg_forward_plane<T>(p, xp + i * p.in_plane(), yp + i * p.out_plane());
+    });
+  });
+  if (auto node = make_node<AvgPoolBackward>({x_in}, plan)) node->set_history(y);
+  return y;
+}
+
+Tensor avg_adjoint(const Tensor& g_in, const PlanPtr& plan) {
+  const PoolPlan& p = *plan;
+  const Tensor g = g_in.contiguous();  // [P, D_out, H_out, W_out]
+  Tensor gi = zeros(p.in_shape, g.dtype());
+  dispatch_floating_dtype(g.dtype(), p.op, [&]<typename T>() {
+    const T* gp = g.data_ptr<T>();
+    T* gip = gi.data_ptr<T>();
+    for_each_plane(p, [&](int64_t i) {
+      avg_adjoint_plane<T>(p, gp + i * p.out_plane(), gip + i * p.in_plane());
+    });
+  });
+  if (auto node = make_node<AvgPoolAdjointBackward>({g_in}, plan)) node->set_history(gi);
+  return gi;
+}
+
+// y = x[idx] (per plane): dL/dx = max_scatter(dL/dy) at idx.
+struct MaxPoolBackward final : Node {
+  MaxPoolBackward(PlanPtr plan, Tensor idx)
+      : Node(plan->node_name), plan(std::move(plan)), idx(std::move(idx)) {}
+  PlanPtr plan;
+  Tensor idx;  // int64 [*out_shape], no history
+  tensor_list apply(tensor_list&& grads) override { return {max_scatter(grads[0], idx, plan)}; }
+  void release_state() override { idx = Tensor(); }
+};
+
+// z = scatter-add of g at idx: dL/dg = gather of dL/dz at idx.
+struct MaxPoolScatterBackward final : Node {
+  MaxPoolScatterBackward(PlanPtr plan, Tensor idx)
+      : Node("MaxPoolBackwardBackward"), plan(std::move(plan)), idx(std::move(idx)) {}
+  PlanPtr plan;
+  Tensor idx;
+  tensor_list apply(tensor_list&& grads) override { return {max_gather(grads[0], idx, plan)}; }
+  void release_state() override { idx = Tensor(); }
+};
+
+// z = gg[idx]: dL/dgg = scatter-add of dL/dz at idx.
+struct MaxPoolGatherBackward final : Node {
+  MaxPoolGatherBackward(PlanPtr plan, Tensor idx)
+      : Node("MaxPoolGatherBackward"), plan(std::move(plan)), idx(std::move(idx)) {}
+  PlanPtr plan;
+  Tensor idx;
+  tensor_list apply(tensor_list&& grads) override { return {max_scatter(grads[0], idx, plan)}; }
+  void release_state() override { idx = Tensor(); }
+};
+
+std::tuple<Tensor, Tensor> max_forward(const Tensor& x_in, const PlanPtr& plan) {
+  const PoolPlan& p = *plan;
+  const Tensor x = x_in.contiguous();
+  Tensor y = empty(p.out_shape, x.dtype());
+  Tensor idx = empty(p.out_shape, Dtype::Int64);
+  dispatch_floating_dtype(x.dtype(), p.op, [&]<typename T>() {
+    const T* xp = x.data_ptr<T>();
+    T* yp = y.data_ptr<T>();
+    int64_t* ip = idx.data_ptr<int64_t>();
+    for_each_plane(p, [&](int64_t i) {
+      max_forward_plane<T>(p, xp + i * p.in_plane(), yp + i * p.out_plane(),
+                           ip + i * p.out_plane());
+    });
+  });
+  if (auto node = make_node<MaxPoolBackward>({x_in}, plan, idx)) node->set_history(y);
+  return {y, idx};
+}
+
+// gi[idx[o]] += g[o] per plane (windows overlap when stride < kernel, so this accumulates).
+Tensor max_scatter(const Tensor& g_in, const Tensor& idx, const PlanPtr& plan) {
+  const PoolPlan& p = *plan;
+  const Tensor g = g_in.contiguous();
+  Tensor gi = zeros(p.in_shape, g.dtype());
+  dispatch_floating_dtype(g.dtype(), p.op, [&]<typename T>() {
+    using C = kernels::compute_t<T>;
+    const T* gp = g.data_ptr<T>();
+    const int64_t* ip = idx.data_ptr<int64_t>();
+    T* gip = gi.data_ptr<T>();
+    for_each_plane(p, [&](int64_t i) {
+      const T* go = gp + i * p.out_plane();
+      const int64_t* ix = ip + i * p.out_plane();
+      T* dst = gip + i * p.in_plane();
+      for (int64_t o = 0; o < p.out_plane(); ++o) {
+        if (ix[o] >= 0) dst[ix[o]] = convert<T>(convert<C>(dst[ix[o]]) + convert<C>(go[o]));
+      }
+    });
+  });
+  if (auto node = make_node<MaxPoolScatterBackward>({g_in}, plan, idx)) node->set_history(gi);
+  return gi;
+}
+
+// z[o] = gg[idx[o]] per plane (0 where idx is -1).
+Tensor max_gather(const Tensor& gg_in, const Tensor& idx, const PlanPtr& plan) {
+  const PoolPlan& p = *plan;
+  const Tensor gg = gg_in.contiguous();
+  Tensor z = empty(p.out_shape, gg.dtype());
+  dispatch_floating_dtype(gg.dtype(), p.op, [&]<typename T>() {
+    const T* src = gg.data_ptr<T>();
+    const int64_t* ip = idx.data_ptr<int64_t>();
+    T* zp = z.data_ptr<T>();
+    for_each_plane(p, [&](int64_t i) {
+      const T* plane = src + i * p.in_plane();
+      for (int64_t o = i * p.out_plane(); o < (i + 1) * p.out_plane(); ++o) {
+        zp[o] = ip[o] >= 0 ? plane[ip[o]] : convert<T>(0.0);
+      }
+    });
+  });
+  if (auto node = make_node<MaxPoolGatherBackward>({gg_in}, plan, idx)) node->set_history(z);
+  return z;
+}
+
+// ---- entry points ----
+
+constexpr const char* kMaxOps[3] = {"max_pool1d", "max_pool2d", "max_pool3d"};
+constexpr const char* kMaxNodes[3] = {"MaxPool1dBackward", "MaxPool2dBackward",
+                                      "MaxPool3dBackward"};
+constexpr const char* kAvgOps[3] = {"avg_pool1d", "avg_pool2d", "avg_pool3d"};
+constexpr const char* kAvgNodes[3] = {"AvgPool1dBackward", "AvgPool2dBackward",
+                                      "AvgPool3dBackward"};
+
+std::tuple<Tensor, Tensor> max_pool_nd(int rank, const Tensor& x, const WindowArgs& args) {
+  const PlanPtr plan =
+      make_strided_plan(kMaxOps[rank - 1], kMaxNodes[rank - 1], PoolKind::Max, rank, x, args);
+  return max_forward(x, plan);
+}
+
+Tensor avg_pool_nd(int rank, const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                   const Shape& padding, bool ceil_mode, bool count_include_pad,
+                   std::optional<int64_t> divisor_override) {
+  const char* op = kAvgOps[rank - 1];
+  check(!divisor_override || *divisor_override != 0, op,
+        ": divisor_override must be non-zero, got 0");
+  const Shape one{1};
+  auto plan = make_strided_plan(op, kAvgNodes[rank - 1], PoolKind::Avg, rank, x,
+                                WindowArgs{kernel_size, stride, padding, one, ceil_mode});
+  plan->count_include_pad = count_include_pad;
+  plan->divisor_override = divisor_override;
+  return avg_forward(x, plan);
+}
+
+}  // namespace
+
+Tensor max_pool1d(const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                  const Shape& padding, const Shape& dilation, bool ceil_mode) {
+  return std::get<0>(max_pool_nd(1, x, {kernel_size, stride, padding, dilation, ceil_mode}));
+}
+Tensor max_pool2d(const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                  const Shape& padding, const Shape& dilation, bool ceil_mode) {
+  return std::get<0>(max_pool_nd(2, x, {kernel_size, stride, padding, dilation, ceil_mode}));
+}
+Tensor max_pool3d(const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                  const Shape& padding, const Shape& dilation, bool ceil_mode) {
+  return std::get<0>(max_pool_nd(3, x, {kernel_size, stride, padding, dilation, ceil_mode}));
+}
+
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x, const Shape& kernel_size,
+                                                   const Shape& stride, const Shape& padding,
+                                                   const Shape& dilation, bool ceil_mode) {
+  return max_pool_nd(1, x, {kernel_size, stride, padding, dilation, ceil_mode});
+}
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Shape& kernel_size,
+                                                   const Shape& stride, const Shape& padding,
+                                                   const Shape& dilation, bool ceil_mode) {
+  return max_pool_nd(2, x, {kernel_size, stride, padding, dilation, ceil_mode});
+}
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, const Shape& kernel_size,
+                                                   const Shape& stride, const Shape& padding,
+                                                   const Shape& dilation, bool ceil_mode) {
+  return max_pool_nd(3, x, {kernel_size, stride, padding, dilation, ceil_mode});
+}
+
+Tensor avg_pool1d(const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                  const Shape& padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
+  return avg_pool_nd(1, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override);
+}
+Tensor avg_pool2d(const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                  const Shape& padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
+  return avg_pool_nd(2, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override);
+}
+Tensor avg_pool3d(const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                  const Shape& padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
+  return avg_pool_nd(3, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override);
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, const Shape& output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  const auto out = expand_param(op, "output_size", output_size, 2, 1);
+  check(out[1] >= 0 && out[2] >= 0, op,
+        ": elements of output_size must be greater than or equal to 0, got ", output_size);
+  auto plan = std::make_shared<PoolPlan>();
+  plan->op = op;
+  plan->node_name = "AdaptiveAvgPool2dBackward";
+  plan_input(op, 2, x, *plan);
+  for (int a = 0; a < 3; ++a) {
+    plan->out[a] = out[a];
+    plan->windows[a] = adaptive_windows(plan->in[a], out[a]);
+  }
+  plan->count_include_pad = false;  // divisor = the window's input count
+  plan_output(*plan, 2);
+  return avg_forward(x, plan);
+}
+
+}  // namespace aclgrad
