@@ -1,0 +1,171 @@
+// Google Benchmark suite of the performance issue: phase 1 + phase 2 of aclnnConvolutionBackward
+// (all three outputs) or aclnnConvTbcBackward, fp32, inputs already in memory, workspace allocated
+// once outside the timed loop. Counters: GFLOPS = (2 * MACs(grad_input) + 2 * MACs(grad_weight))
+// / time, and the workspace bytes phase 1 asked for.
+//
+// Threads: every case runs inside a oneTBB task_arena of `--threads=N` (default 2; phase 1 sizes
+// its executor's arena from the calling arena), so `--threads=1` gives the scaling baseline under
+// the same benchmark names. Other flags go to Google Benchmark (e.g. --benchmark_format=json).
+#include <benchmark/benchmark.h>
+#include <tbb/task_arena.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_convolution_backward.h"
+#include "cases.h"
+
+namespace {
+
+using aclbench::Case;
+
+int g_threads = 2;
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// A dense fp32 tensor with its own (host) memory.
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+  aclTensor* t = nullptr;
+
+  Tensor(std::vector<int64_t> s, aclFormat fmt, uint64_t seed) : shape(std::move(s)) {
+    data.resize(static_cast<size_t>(numel(shape)));
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& v : data) v = u(rng);
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+    t = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT, strides.data(), 0, fmt,
+                        shape.data(), shape.size(), data.data());
+  }
+  ~Tensor() { aclDestroyTensor(t); }
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+};
+
+aclFormat format_of(size_t rank) {
+  return rank == 3 ? ACL_FORMAT_NCL : rank == 4 ? ACL_FORMAT_NCHW : ACL_FORMAT_NCDHW;
+}
+
+// Shape of the forward output (= gradOutput).
+std::vector<int64_t> output_shape(const Case& c) {
+  if (c.tbc) return {c.x[0] + 2 * c.pad[0] + 1 - c.w[0], c.x[1], c.w[2]};
+  std::vector<int64_t> y = {c.x[0], c.transposed ? c.w[1] * c.groups : c.w[0]};
+  for (size_t d = 0; d + 2 < c.x.size(); ++d) {
+    const int64_t k = c.w[d + 2], in = c.x[d + 2];
+    y.push_back(c.transposed
+                    ? (in - 1) * c.stride[d] - 2 * c.pad[d] + c.dil[d] * (k - 1) + c.out_pad[d] + 1
+                    : (in + 2 * c.pad[d] - c.dil[d] * (k - 1) - 1) / c.stride[d] + 1);
+  }
+  return y;
+}
+
+void check_ok(aclnnStatus s, const char* what) {
+  if (s != ACLNN_SUCCESS)
+    throw std::runtime_error(std::string(what) + " failed: " + std::to_string(s) + " " +
+                             aclGetRecentErrMsg());
+}
+
+void run_case(benchmark::State& state, const Case& c) {
+  const std::vector<int64_t> y_shape = output_shape(c);
+  const aclFormat fmt = c.tbc ? ACL_FORMAT_ND : format_of(c.x.size());
+  Tensor x(c.x, fmt, 1), w(c.w, c.tbc ? ACL_FORMAT_ND : fmt, 2), gy(y_shape, fmt, 3);
+  Tensor gx(c.x, fmt, 4), gw(c.w, c.tbc ? ACL_FORMAT_ND : fmt, 5);
+  const int64_t c_out = c.tbc ? c.w[2] : y_shape[1];
+  Tensor bias({c_out}, ACL_FORMAT_ND, 6), gb({c_out}, ACL_FORMAT_ND, 7);
+  aclIntArray* stride = aclCreateIntArray(c.stride.data(), c.stride.size());
+  aclIntArray* pad = aclCreateIntArray(c.pad.data(), c.pad.size());
+  aclIntArray* dil = aclCreateIntArray(c.dil.data(), c.dil.size());
+  aclIntArray* out_pad = aclCreateIntArray(c.out_pad.data(), c.out_pad.size());
+  aclIntArray* bias_sizes = aclCreateIntArray(&c_out, 1);
+  const bool mask_v[3] = {true, true, true};
+  aclBoolArray* mask = aclCreateBoolArray(mask_v, 3);
+
+  tbb::task_arena arena(g_threads);
+  // Phase 1 (plans, sizes the workspace) -> executor; the workspace is sized by the first call.
+  auto phase1 = [&](uint64_t* ws_size) {
+    aclOpExecutor* ex = nullptr;
+    if (c.tbc) {
+      check_ok(aclnnConvTbcBackwardGetWorkspaceSize(gy.t, x.t, w.t, bias.t, c.pad[0], 0, gx.t,
+                                                    gw.t, gb.t, ws_size, &ex),
+               "aclnnConvTbcBackwardGetWorkspaceSize");
+    } else {
+      check_ok(aclnnConvolutionBackwardGetWorkspaceSize(
+                   gy.t, x.t, w.t, bias_sizes, stride, pad, dil, c.transposed, out_pad,
+                   static_cast<int>(c.groups), mask, 0, gx.t, gw.t, gb.t, ws_size, &ex),
+               "aclnnConvolutionBackwardGetWorkspaceSize");
+    }
+    return ex;
+  };
+  auto phase2 = [&](void* ws, uint64_t size, aclOpExecutor* ex) {
+    check_ok(c.tbc ? aclnnConvTbcBackward(ws, size, ex, nullptr)
+                   : aclnnConvolutionBackward(ws, size, ex, nullptr),
+             "phase 2");
+  };
+  uint64_t ws_size = 0;
+  std::vector<char> ws_first;
+  arena.execute([&] {
+    aclOpExecutor* ex = phase1(&ws_size);
+    ws_first.assign(ws_size, 0);  // touch every page once, outside the loop
+    phase2(ws_size ? ws_first.data() : nullptr, ws_size, ex);
+  });
+  try {
+    for (auto _ : state) {
+      arena.execute([&] {
+        uint64_t size = 0;
+        aclOpExecutor* ex = phase1(&size);
+        phase2(size ? ws_first.data() : nullptr, size, ex);
+      });
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+  const double flops = 4.0 * static_cast<double>(aclbench::macs_per_gradient(c, y_shape));
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["workspace_bytes"] = static_cast<double>(ws_size);
+  int64_t largest = 0;
+  for (const auto* s : {&c.x, &c.w, &y_shape}) largest = std::max(largest, numel(*s) * 4);
+  state.counters["workspace_over_largest"] = static_cast<double>(ws_size) / largest;
+  state.counters["threads"] = g_threads;
+  for (aclIntArray* a : {stride, pad, dil, out_pad, bias_sizes}) aclDestroyIntArray(a);
+  aclDestroyBoolArray(mask);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Strip our own --threads=N before Google Benchmark sees the flags.
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      g_threads = std::max(1, std::atoi(argv[i] + 10));
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  aclInit(nullptr);
+  aclrtSetDevice(0);
+  for (const Case& c : aclbench::cases()) {
+    benchmark::RegisterBenchmark(c.name.c_str(), [&c](benchmark::State& s) { run_case(s, c); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  aclrtResetDevice(0);
+  aclFinalize();
+  return 0;
+}
