@@ -28,9 +28,9 @@ inline AutogradMetaImpl* meta_of(const Tensor& t) {
 /// t's autograd state, created on first use.
 AutogradMetaImpl& ensure_meta(const Tensor& t);
 
-/// meta.grad += g: stores a detached copy the first time (or g itself when grad mode is on, so
-/// create_graph keeps its graph), accumulates in place when the buffer is ours and grad mode is
-/// off, out of place otherwise.
+/// meta.grad += g. The first time, stores a dense copy of g (recorded in grad mode, so
+/// create_graph keeps the history); later, accumulates in place when the buffer is ours and has
+/// no history and grad mode is off, out of place (recorded) otherwise.
 void accumulate_into(AutogradMetaImpl& meta, const Tensor& g);
 
 /// a + b for two gradients of equal shape and dtype; recorded (differentiable) in grad mode.

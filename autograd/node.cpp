@@ -187,15 +187,20 @@ Tensor add_gradients(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// y = copy of x: dy/dx = 1.
+class GradCopyBackward final : public Node {
+ public:
+  GradCopyBackward() : Node("CloneBackward") {}
+  tensor_list apply(tensor_list&& grads) override { return {grads[0]}; }
+};
+
 void accumulate_into(AutogradMetaImpl& meta, const Tensor& g) {
   if (!meta.grad.defined()) {
-    if (GradMode::is_enabled()) {
-      meta.grad = g;
-      meta.grad_owned = false;
-    } else {
-      meta.grad = g.clone();
-      meta.grad_owned = true;
-    }
+    // Always a dense copy of our own: g may be a stride-0 view (e.g. the gradient of a sum) or
+    // be shared with other leaves. Recorded in grad mode so create_graph keeps the history.
+    meta.grad = g.clone();
+    if (auto node = make_node<GradCopyBackward>({g})) node->set_history(meta.grad);
+    meta.grad_owned = !meta.grad.requires_grad();
     return;
   }
   if (!GradMode::is_enabled() && meta.grad_owned) {
@@ -204,7 +209,7 @@ void accumulate_into(AutogradMetaImpl& meta, const Tensor& g) {
     return;
   }
   meta.grad = add_gradients(meta.grad, g);
-  meta.grad_owned = !GradMode::is_enabled();
+  meta.grad_owned = !meta.grad.requires_grad();
 }
 
 }  // namespace aclgrad::autograd

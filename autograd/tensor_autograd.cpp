@@ -55,9 +55,9 @@ void Tensor::zero_grad(bool set_to_none) const {
   if (meta == nullptr || !meta->grad.defined()) return;
   if (set_to_none) {
     meta->grad = Tensor();
-  } else if (meta->grad_owned && !meta->grad.requires_grad()) {
-    meta->grad.fill_(0);
-  } else {
+  } else if (!meta->grad.requires_grad()) {
+    meta->grad.fill_(0);  // in place, like PyTorch: handles to .grad see the zeros
+  } else {                // a gradient with history (create_graph): start a fresh buffer instead
     meta->grad = zeros(sizes(), dtype());
     meta->grad_owned = true;
   }

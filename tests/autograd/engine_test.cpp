@@ -221,6 +221,23 @@ TEST(Engine, BackwardOnALeafScalarSetsItsGradToOne) {
   expect_tensor(x.grad(), {}, {1});
 }
 
+TEST(Engine, DotGradIsADenseBufferEvenWhenTheGradientIsABroadcastView) {
+  Tensor x = leaf({1, 2, 3, 4}, {2, 2});
+  sum(x).backward();  // SumBackward hands out a stride-0 view
+  EXPECT_TRUE(x.grad().is_contiguous());
+  expect_tensor(x.grad(), {2, 2}, {1, 1, 1, 1});
+  x.zero_grad();
+  sum(x * x).backward(Tensor(), std::nullopt, /*create_graph=*/true);
+  Tensor g = x.grad();  // 2 x, with history
+  EXPECT_TRUE(g.is_contiguous());
+  EXPECT_TRUE(g.requires_grad());
+  expect_tensor(g, {2, 2}, {2, 4, 6, 8});
+  expect_tensor(autograd::grad({sum(g * g)}, {x})[0], {2, 2}, {8, 16, 24, 32});  // d(4x^2)/dx
+  x.zero_grad(/*set_to_none=*/false);
+  EXPECT_FALSE(x.grad().requires_grad());
+  expect_tensor(x.grad(), {2, 2}, {0, 0, 0, 0});
+}
+
 TEST(Engine, SetGradChecksShapeAndAccumulatesOutOfPlace) {
   Tensor x = leaf({1, 2}, {2});
   Tensor mine = tensor({10.0, 20.0}, {2});
