@@ -126,9 +126,10 @@ void check_tensors(const ConvArgs& a, const Tensor& input, const Tensor& weight,
   check<DtypeError>(weight.dtype() == input.dtype(), a.op,
                     ": expected input and weight to have the same dtype, got input ", input.dtype(),
                     " and weight ", weight.dtype());
-  check<DtypeError>(!bias.defined() || bias.dtype() == input.dtype(), a.op,
-                    ": expected bias to have the dtype of input (", input.dtype(), "), got ",
-                    bias.dtype());
+  if (bias.defined())
+    check<DtypeError>(bias.dtype() == input.dtype(), a.op,
+                      ": expected bias to have the dtype of input (", input.dtype(), "), got ",
+                      bias.dtype());
   check<ShapeError>(input.dim() == nd + 2 || input.dim() == nd + 1, a.op, ": expected input with ",
                     nd + 2, " dims ", kInputDims[nd - 1], " or ", nd + 1, " dims ",
                     kUnbatchedDims[nd - 1], " without batch, got input of shape ", input.sizes());

@@ -71,9 +71,10 @@ void check_conv_tbc(const Tensor& input, const Tensor& weight, const Tensor& bia
   check<DtypeError>(weight.dtype() == input.dtype(),
                     "conv_tbc: expected input and weight to have the same dtype, got input ",
                     input.dtype(), " and weight ", weight.dtype());
-  check<DtypeError>(!bias.defined() || bias.dtype() == input.dtype(),
-                    "conv_tbc: expected bias to have the dtype of input (", input.dtype(),
-                    "), got ", bias.dtype());
+  if (bias.defined())
+    check<DtypeError>(bias.dtype() == input.dtype(),
+                      "conv_tbc: expected bias to have the dtype of input (", input.dtype(),
+                      "), got ", bias.dtype());
   check<ShapeError>(input.dim() == 3, "conv_tbc: expected input with 3 dims (T, B, C_in), got ",
                     "input of shape ", input.sizes());
   check<ShapeError>(weight.dim() == 3,
