@@ -1,0 +1,192 @@
+// Checkpoint files: atomic writes (temporary file, fsync, rename), whole-file reads, and the
+// module-level save/load on top of the safetensors format (nn/safetensors.cpp).
+#include "nn/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nn/safetensors_format.h"
+
+namespace aclgrad::nn {
+
+namespace {
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+std::string parent_dir(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Owns the temporary file until it is renamed: closes and unlinks it on every error path.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& path) : name_(path + ".tmp-XXXXXX") {
+    fd_ = ::mkstemp(name_.data());
+    check(fd_ >= 0, "save_safetensors: cannot create the temporary file '", name_, "' for '", path,
+          "': ", errno_text(errno));
+    ::fchmod(fd_, 0644);  // mkstemp makes 0600; checkpoints are ordinary readable files
+  }
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(name_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  void write(const char* data, size_t n) {
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, data, n);
+      if (w < 0 && errno == EINTR) continue;
+      check(w > 0, "save_safetensors: writing '", name_, "' failed: ",
+            errno_text(w < 0 ? errno : EIO));
+      data += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+
+  // fsync + close + rename over target; the temporary file is gone afterwards either way.
+  void commit(const std::string& target) {
+    check(::fsync(fd_) == 0, "save_safetensors: fsync of '", name_, "' failed: ",
+          errno_text(errno));
+    const int fd = fd_;
+    fd_ = -1;
+    check(::close(fd) == 0, "save_safetensors: closing '", name_, "' failed: ", errno_text(errno));
+    check(::rename(name_.c_str(), target.c_str()) == 0, "save_safetensors: cannot rename '", name_,
+          "' to '", target, "': ", errno_text(errno));
+    committed_ = true;
+    // Make the rename itself durable (best effort: some file systems refuse fsync on dirs).
+    const int dir = ::open(parent_dir(target).c_str(), O_RDONLY | O_DIRECTORY);
+    if (dir >= 0) {
+      ::fsync(dir);
+      ::close(dir);
+    }
+  }
+
+ private:
+  std::string name_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+std::string read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  check(fd >= 0, "load_safetensors: cannot open '", path, "': ", errno_text(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    check(false, "load_safetensors: cannot stat '", path, "': ", errno_text(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    check(false, "load_safetensors: '", path, "' is not a regular file");
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      const int err = r < 0 ? errno : 0;
+      ::close(fd);
+      check(false, "load_safetensors: reading '", path, "' failed after ", got, " of ",
+            bytes.size(), " bytes", err ? ": " + errno_text(err) : std::string(" (file shrank)"));
+    }
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const TensorMap& tensors,
+                      const Metadata& metadata) {
+  check(!path.empty(), "save_safetensors: empty path");
+  std::string header;
+  const auto order = safetensors_detail::plan(tensors, metadata, header);  // validates first
+  TempFile tmp(path);
+  const std::string prefix = safetensors_detail::length_prefix(header.size());
+  tmp.write(prefix.data(), prefix.size());
+  tmp.write(header.data(), header.size());
+  for (const auto& p : order)
+    tmp.write(static_cast<const char*>(p.tensor.data_ptr()),
+              static_cast<size_t>(p.tensor.numel() * p.tensor.element_size()));
+  tmp.commit(path);
+}
+
+void save_safetensors(const std::string& path, const NamedList<Tensor>& tensors,
+                      const Metadata& metadata) {
+  TensorMap map;
+  for (const auto& [name, t] : tensors)
+    check(map.emplace(name, t).second, "save_safetensors: tensor name '", name,
+          "' appears twice");
+  save_safetensors(path, map, metadata);
+}
+
+TensorMap load_safetensors(const std::string& path, Metadata* metadata) {
+  return deserialize_safetensors(read_file(path), metadata, path);
+}
+
+void save(const Module& module, const std::string& path, const TensorMap& extra_tensors,
+          const Metadata& metadata) {
+  check(!metadata.count(kExtraTensorsKey), "save: metadata key '", kExtraTensorsKey,
+        "' is reserved");
+  TensorMap all;
+  for (const auto& [name, t] : module.state_dict()) all.emplace(name, t);
+  nlohmann::json extra_names = nlohmann::json::array();
+  for (const auto& [name, t] : extra_tensors) {
+    check(all.emplace(name, t).second, "save: extra tensor '", name,
+          "' has the name of a parameter or buffer of the module");
+    extra_names.push_back(name);
+  }
+  Metadata meta = metadata;
+  if (!extra_tensors.empty()) meta[kExtraTensorsKey] = extra_names.dump();
+  save_safetensors(path, all, meta);
+}
+
+CheckpointExtras load(Module& module, const std::string& path, bool strict) {
+  CheckpointExtras out;
+  TensorMap all = load_safetensors(path, &out.metadata);
+  std::set<std::string> extra_names;
+  if (const auto it = out.metadata.find(kExtraTensorsKey); it != out.metadata.end()) {
+    nlohmann::json names;
+    try {
+      names = nlohmann::json::parse(it->second);
+    } catch (const nlohmann::json::exception&) {
+    }
+    check(names.is_array(), "load: '", path, "': metadata '", kExtraTensorsKey,
+          "' must be a JSON array of tensor names, got ", it->second);
+    for (const auto& n : names) {
+      check(n.is_string() && all.count(n.get<std::string>()), "load: '", path,
+            "': extra tensor ", n.dump(), " listed in the metadata is not in the file");
+      extra_names.insert(n.get<std::string>());
+    }
+    out.metadata.erase(it);
+  }
+  std::set<std::string> own;
+  for (const auto& [name, t] : module.state_dict()) own.insert(name);
+  TensorMap state;
+  for (auto& [name, t] : all) {
+    if (extra_names.count(name) || (!strict && !own.count(name)))
+      out.tensors.emplace(name, t);
+    else
+      state.emplace(name, t);
+  }
+  module.load_state_dict(state, strict, path);
+  return out;
+}
+
+}  // namespace aclgrad::nn
