@@ -280,19 +280,17 @@ Tensor avg_adjoint(const Tensor& g, const PlanPtr& plan);
 Tensor max_scatter(const Tensor& g, const Tensor& idx, const PlanPtr& plan);
 Tensor max_gather(const Tensor& g, const Tensor& idx, const PlanPtr& plan);
 
-// y = avg_pool(x) is linear: dL/dx = avg_adjoint(dL/dy).
+// avg_forward and avg_adjoint are linear and adjoint to each other, so the backward of each is
+// the other: y = avg_pool(x) gives dL/dx = avg_adjoint(dL/dy), and z = avg_adjoint(g) gives
+// dL/dg = avg_forward(dL/dz).
 struct AvgPoolBackward final : Node {
-  explicit AvgPoolBackward(PlanPtr plan) : Node(plan->node_name), plan(std::move(plan)) {}
+  AvgPoolBackward(const char* name, PlanPtr plan, bool of_adjoint)
+      : Node(name), plan(std::move(plan)), of_adjoint(of_adjoint) {}
   PlanPtr plan;
-  tensor_list apply(tensor_list&& grads) override { return {avg_adjoint(grads[0], plan)}; }
-};
-
-// z = avg_adjoint(g) is linear: dL/dg = avg_forward(dL/dz).
-struct AvgPoolAdjointBackward final : Node {
-  explicit AvgPoolAdjointBackward(PlanPtr plan)
-      : Node("AvgPoolBackwardBackward"), plan(std::move(plan)) {}
-  PlanPtr plan;
-  tensor_list apply(tensor_list&& grads) override { return {avg_forward(grads[0], plan)}; }
+  bool of_adjoint;  // the node of avg_adjoint (else of avg_forward)
+  tensor_list apply(tensor_list&& grads) override {
+    return {of_adjoint ? avg_forward(grads[0], plan) : avg_adjoint(grads[0], plan)};
+  }
 };
 
 Tensor avg_forward(const Tensor& x_in, const PlanPtr& plan) {
@@ -306,7 +304,9 @@ Tensor avg_forward(const Tensor& x_in, const PlanPtr& plan) {
       avg_forward_plane<T>(p, xp + i * p.in_plane(), yp + i * p.out_plane());
     });
   });
-  if (auto node = make_node<AvgPoolBackward>({x_in}, plan)) node->set_history(y);
+  if (auto node = make_node<AvgPoolBackward>({x_in}, p.node_name, plan, false)) {
+    node->set_history(y);
+  }
   return y;
 }
 
@@ -321,37 +321,24 @@ Tensor avg_adjoint(const Tensor& g_in, const PlanPtr& plan) {
       avg_adjoint_plane<T>(p, gp + i * p.out_plane(), gip + i * p.in_plane());
     });
   });
-  if (auto node = make_node<AvgPoolAdjointBackward>({g_in}, plan)) node->set_history(gi);
+  if (auto node = make_node<AvgPoolBackward>({g_in}, "AvgPoolBackwardBackward", plan, true)) {
+    node->set_history(gi);
+  }
   return gi;
 }
 
-// y = x[idx] (per plane): dL/dx = max_scatter(dL/dy) at idx.
+// At fixed indices, max_scatter (gi[idx[o]] += g[o]) and max_gather (z[o] = gg[idx[o]]) are
+// adjoint linear maps. y = max_pool(x) = gather of x gives dL/dx = max_scatter(dL/dy); the
+// backward of max_scatter is max_gather and vice versa.
 struct MaxPoolBackward final : Node {
-  MaxPoolBackward(PlanPtr plan, Tensor idx)
-      : Node(plan->node_name), plan(std::move(plan)), idx(std::move(idx)) {}
+  MaxPoolBackward(const char* name, PlanPtr plan, Tensor idx, bool to_input)
+      : Node(name), plan(std::move(plan)), idx(std::move(idx)), to_input(to_input) {}
   PlanPtr plan;
-  Tensor idx;  // int64 [*out_shape], no history
-  tensor_list apply(tensor_list&& grads) override { return {max_scatter(grads[0], idx, plan)}; }
-  void release_state() override { idx = Tensor(); }
-};
-
-// z = scatter-add of g at idx: dL/dg = gather of dL/dz at idx.
-struct MaxPoolScatterBackward final : Node {
-  MaxPoolScatterBackward(PlanPtr plan, Tensor idx)
-      : Node("MaxPoolBackwardBackward"), plan(std::move(plan)), idx(std::move(idx)) {}
-  PlanPtr plan;
-  Tensor idx;
-  tensor_list apply(tensor_list&& grads) override { return {max_gather(grads[0], idx, plan)}; }
-  void release_state() override { idx = Tensor(); }
-};
-
-// z = gg[idx]: dL/dgg = scatter-add of dL/dz at idx.
-struct MaxPoolGatherBackward final : Node {
-  MaxPoolGatherBackward(PlanPtr plan, Tensor idx)
-      : Node("MaxPoolGatherBackward"), plan(std::move(plan)), idx(std::move(idx)) {}
-  PlanPtr plan;
-  Tensor idx;
-  tensor_list apply(tensor_list&& grads) override { return {max_scatter(grads[0], idx, plan)}; }
+  Tensor idx;     // int64 [*out_shape], no history
+  bool to_input;  // the gradient lives on the input grid (scatter) or the output grid (gather)
+  tensor_list apply(tensor_list&& grads) override {
+    return {to_input ? max_scatter(grads[0], idx, plan) : max_gather(grads[0], idx, plan)};
+  }
   void release_state() override { idx = Tensor(); }
 };
 
@@ -369,7 +356,8 @@ std::tuple<Tensor, Tensor> max_forward(const Tensor& x_in, const PlanPtr& plan) 
                            ip + i * p.out_plane());
     });
   });
-  if (auto node = make_node<MaxPoolBackward>({x_in}, plan, idx)) node->set_history(y);
+  if (auto node = make_node<MaxPoolBackward>({x_in}, p.node_name, plan, idx, true))
+    node->set_history(y);
   return {y, idx};
 }
 
@@ -392,7 +380,8 @@ Tensor max_scatter(const Tensor& g_in, const Tensor& idx, const PlanPtr& plan) {
       }
     });
   });
-  if (auto node = make_node<MaxPoolScatterBackward>({g_in}, plan, idx)) node->set_history(gi);
+  if (auto node = make_node<MaxPoolBackward>({g_in}, "MaxPoolBackwardBackward", plan, idx, false))
+    node->set_history(gi);
   return gi;
 }
 
@@ -412,7 +401,8 @@ Tensor max_gather(const Tensor& gg_in, const Tensor& idx, const PlanPtr& plan) {
       }
     });
   });
-  if (auto node = make_node<MaxPoolGatherBackward>({gg_in}, plan, idx)) node->set_history(z);
+  if (auto node = make_node<MaxPoolBackward>({gg_in}, "MaxPoolGatherBackward", plan, idx, true))
+    node->set_history(z);
   return z;
 }
 
