@@ -10,10 +10,10 @@ namespace aclbench {
 
 struct Case {
   std::string name;
-  bool tbc = false;            // aclnnConvTbcBackward (x = [T, B, C_in], w = [K, C_in, C_out])
-  bool transposed = false;     // aclnnConvolutionBackward with transposed = true
-  std::vector<int64_t> x;      // input shape
-  std::vector<int64_t> w;      // weight shape
+  bool tbc = false;         // aclnnConvTbcBackward (x = [T, B, C_in], w = [K, C_in, C_out])
+  bool transposed = false;  // aclnnConvolutionBackward with transposed = true
+  std::vector<int64_t> x;   // input shape
+  std::vector<int64_t> w;   // weight shape
   std::vector<int64_t> stride, pad, dil, out_pad;
   int64_t groups = 1;
 };

@@ -45,8 +45,8 @@ struct Tensor {
     for (float& v : data) v = u(rng);
     std::vector<int64_t> strides(shape.size(), 1);
     for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
-    t = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT, strides.data(), 0, fmt,
-                        shape.data(), shape.size(), data.data());
+    t = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT, strides.data(), 0, fmt, shape.data(),
+                        shape.size(), data.data());
   }
   ~Tensor() { aclDestroyTensor(t); }
   Tensor(const Tensor&) = delete;
@@ -96,8 +96,8 @@ void run_case(benchmark::State& state, const Case& c) {
   auto phase1 = [&](uint64_t* ws_size) {
     aclOpExecutor* ex = nullptr;
     if (c.tbc) {
-      check_ok(aclnnConvTbcBackwardGetWorkspaceSize(gy.t, x.t, w.t, bias.t, c.pad[0], 0, gx.t,
-                                                    gw.t, gb.t, ws_size, &ex),
+      check_ok(aclnnConvTbcBackwardGetWorkspaceSize(gy.t, x.t, w.t, bias.t, c.pad[0], 0, gx.t, gw.t,
+                                                    gb.t, ws_size, &ex),
                "aclnnConvTbcBackwardGetWorkspaceSize");
     } else {
       check_ok(aclnnConvolutionBackwardGetWorkspaceSize(

@@ -1,10 +1,13 @@
 #include "conv/engine.h"
 
 #include <memory>
+#include <type_traits>
 
 #include <tbb/task_arena.h>
 
 #include "conv/kernels.h"
+#include "conv/tbc_gemm.h"
+#include "gemm/sgemm.h"
 #include "error.h"
 #include "meta.h"
 
@@ -35,6 +38,8 @@ struct Plan {
   uint64_t x = kNotInWorkspace, w = kNotInWorkspace, y = kNotInWorkspace, bias = kNotInWorkspace;
   uint64_t out_y = kNotInWorkspace, out_x = kNotInWorkspace, out_w = kNotInWorkspace;
   uint64_t out_bias = kNotInWorkspace, col = kNotInWorkspace, partials = kNotInWorkspace;
+  uint64_t pack = kNotInWorkspace;
+  bool tbc = false;  // time-major 1-d fp32: per-tap GEMMs on the caller's buffers (tbc_gemm.h)
   uint64_t bytes = 0;
 };
 
@@ -51,9 +56,31 @@ uint64_t reserve(Layout& layout, bool needed, const std::optional<View5>& v, Rou
   return layout.add(static_cast<unsigned __int128>(v->numel()) * sizeof(T));
 }
 
+// Smallest TBC problem (multiply-adds of one pass) worth the GEMM packing workspace; below it
+// OpenBLAS runs the taps without any workspace.
+constexpr double kTbcOwnGemmMinMacs = double(1 << 22);
+
+// The TBC path needs only GEMM packing scratch (and the gradBias buffer if not in place).
+void plan_tbc(Plan& p) {
+  const ConvJob& j = p.job;
+  p.tbc = true;
+  p.kernels = KernelPlan{};
+  p.kernels.slots = p.arena->max_concurrency();
+  const ConvGeometry& g = j.g;
+  const double macs = static_cast<double>(g.N) * g.C_out * g.out[2] * g.C_in * g.k[2];
+  if (macs >= kTbcOwnGemmMinMacs) p.kernels.pack_elems = gemm::pack_elems();
+  Layout layout;
+  p.out_bias = reserve<float>(layout, true, j.out_bias, Round::kNone);
+  if (p.kernels.pack_elems > 0)
+    p.pack = layout.add(static_cast<unsigned __int128>(p.kernels.pack_elems) * p.kernels.slots *
+                        sizeof(float));
+  p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
+}
+
 template <typename T>
 void plan_workspace(Plan& p) {
   const ConvJob& j = p.job;
+  if (std::is_same_v<T, float> && tbc_applicable(j)) return plan_tbc(p);
   const bool fwd = j.out_y.has_value(), bwd_data = j.out_x.has_value(),
              bwd_weight = j.out_w.has_value();
   p.kernels = plan_kernels(j.g, p.arena->max_concurrency(), sizeof(T),
@@ -73,6 +100,8 @@ void plan_workspace(Plan& p) {
   if (bwd_weight && k.bw_ranges > 1)
     p.partials =
         layout.add(static_cast<unsigned __int128>(k.partial_elems) * (k.bw_ranges - 1) * sizeof(T));
+  if ((fwd || bwd_data || bwd_weight) && k.pack_elems > 0)
+    p.pack = layout.add(static_cast<unsigned __int128>(k.pack_elems) * k.slots * sizeof(T));
   // + kAlign of slack so a workspace that is not 64-byte aligned can be aligned in place.
   p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
 }
@@ -92,6 +121,16 @@ void execute(const Plan& p, char* ws) {
   const ConvJob& j = p.job;
   const ConvGeometry& g = j.g;
   p.arena->execute([&] {
+    if (p.tbc) {  // operands used in place; only the packing scratch is in the workspace
+      tbc_run(j, p.kernels.slots, p.kernels.pack_elems,
+              p.pack != kNotInWorkspace ? reinterpret_cast<float*>(ws + p.pack) : nullptr);
+      if (j.out_bias) {
+        T* out = buffer<T>(j.out_bias, p.out_bias, ws);
+        if (out) channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), out);
+        if (out && p.out_bias != kNotInWorkspace) unpack(out, *j.out_bias);
+      }
+      return;
+    }
     // Inputs: pack (convert, gather strides, round Cube operands) where not usable in place.
     auto input = [&](const std::optional<View5>& v, uint64_t off, Round round) -> const T* {
       T* buf = buffer<T>(v, off, ws);
@@ -107,6 +146,7 @@ void execute(const Plan& p, char* ws) {
     Scratch<T> scratch;
     if (p.col != kNotInWorkspace) scratch.col = reinterpret_cast<T*>(ws + p.col);
     if (p.partials != kNotInWorkspace) scratch.partials = reinterpret_cast<T*>(ws + p.partials);
+    if (p.pack != kNotInWorkspace) scratch.pack = reinterpret_cast<T*>(ws + p.pack);
 
     // Outputs: computed into their own memory or the workspace, then unpacked if needed.
     auto finish = [&](const std::optional<View5>& v, uint64_t off, T* buf) {

@@ -4,13 +4,16 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 
 #include <cblas.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "conv/depthwise.h"
 #include "conv/im2col.h"
+#include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -19,27 +22,26 @@ namespace {
 constexpr int64_t kColumnBudgetBytes = int64_t{2} << 20;
 // Fewest columns per chunk (below this GEMM efficiency collapses), unless the row is shorter.
 constexpr int64_t kMinColumns = 16;
+// Smallest convolution (multiply-adds of one pass) worth the GEMM packing workspace.
+constexpr double kOwnGemmMinMacs = double(1 << 22);
 // Cap on the memory spent on grad-weight partials when splitting the batch for parallelism.
 constexpr int64_t kPartialBudgetBytes = int64_t{256} << 20;
 
-// Row-major C[M, N] = op(A)[M, K] * op(B)[K, N] + beta * C with OpenBLAS; K == 0 means op(A)*op(B)
-// is zero. Dimensions were checked against kMaxGemmDim in phase 1.
+// Row-major C[M, N] = op(A)[M, K] * op(B)[K, N] + beta * C (beta 0 or 1); K == 0 means
+// op(A)*op(B) is zero. fp32 runs our packed AVX-512 GEMM (gemm/sgemm.h; OpenBLAS on older CPUs)
+// with the task's packing scratch; the transposes are strided views, never copies.
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
-    if (beta == 0.0f)
-      for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, A,
-              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
-              static_cast<blasint>(ldc));
+                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc, float* pack) {
+  const aclnn_cpu::gemm::Mat a =
+      ta ? aclnn_cpu::gemm::Mat{A, 1, lda} : aclnn_cpu::gemm::Mat{A, lda, 1};
+  const aclnn_cpu::gemm::Mat b =
+      tb ? aclnn_cpu::gemm::Mat{B, 1, ldb} : aclnn_cpu::gemm::Mat{B, ldb, 1};
+  aclnn_cpu::gemm::sgemm(M, N, K, a, b, beta != 0.0f, C, ldc, pack);
 }
 
+// fp64 (gradcheck-grade exactness, not speed): OpenBLAS.
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
-                 const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+                 const double* B, int64_t ldb, double beta, double* C, int64_t ldc, double*) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (beta == 0.0)
@@ -75,6 +77,12 @@ int current_slot(int slots) {
   return slot;
 }
 
+// The GEMM packing scratch of the calling thread (null for double, which uses OpenBLAS).
+template <typename T>
+T* pack_slot(const KernelPlan& p, const Scratch<T>& s) {
+  return s.pack ? s.pack + current_slot(p.slots) * p.pack_elems : nullptr;
+}
+
 // Runs body(task) for task in [0, count) in parallel.
 template <typename Body>
 void for_tasks(int64_t count, Body&& body) {
@@ -98,6 +106,10 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
   KernelPlan p;
   p.slots = std::max(1, slots);
   p.pointwise = g.pointwise();
+  if (elem_bytes == sizeof(float) && use_depthwise(g)) {
+    p.depthwise = true;  // direct kernels (depthwise.h): no scratch at all
+    return p;
+  }
   const int64_t K = g.k_size(), Cig = g.cin_g(), S_out = g.out_size();
   const int64_t items = std::max<int64_t>(1, g.N * g.groups);  // (sample, group) pairs
   const int64_t want = ceil_div(4 * p.slots, items);           // extra splits per pair wanted
@@ -127,12 +139,19 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
     p.bw_ranges = std::min(p.bw_ranges, max_by_memory);
   }
   p.col_elems = col;
+  // Our fp32 GEMM packs into per-slot workspace; problems too small for it to matter run on
+  // OpenBLAS instead, so they keep needing no workspace at all (e.g. a tiny pointwise conv).
+  const double macs = static_cast<double>(g.N) * g.C_out * S_out * Cig * K;
+  if (elem_bytes == sizeof(float) && macs >= kOwnGemmMinMacs) p.pack_elems = gemm::pack_elems();
   return p;
 }
 
 template <typename T>
 void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w, T* y,
              const Scratch<T>& s) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.depthwise) return depthwise_forward(g, x, w, y);
+  }
   // y[n, g] (Cog x S_out) = w[g] (Cog x Cig*K) * col(x[n, g]) (Cig*K x S_out), by column chunks.
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows();
   const int64_t S_in = g.in_size(), S_out = g.out_size();
@@ -143,19 +162,23 @@ void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w,
     const T* xg = x + (n * g.C_in + grp * Cig) * S_in;
     const T* wg = w + grp * Cog * rows;
     T* yg = y + (n * g.C_out + grp * Cog) * S_out + j0;
+    T* pk = pack_slot(p, s);
     if (p.pointwise) {
-      gemm(false, false, Cog, j1 - j0, Cig, wg, rows, xg + j0, S_in, T(0), yg, S_out);
+      gemm(false, false, Cog, j1 - j0, Cig, wg, rows, xg + j0, S_in, T(0), yg, S_out, pk);
       return;
     }
     T* col = s.col + current_slot(p.slots) * p.col_elems;
     im2col(g, xg, Cig, j0, j1, col);
-    gemm(false, false, Cog, j1 - j0, rows, wg, rows, col, j1 - j0, T(0), yg, S_out);
+    gemm(false, false, Cog, j1 - j0, rows, wg, rows, col, j1 - j0, T(0), yg, S_out, pk);
   });
 }
 
 template <typename T>
 void backward_data(const ConvGeometry& g, const KernelPlan& p, const T* dy, const T* w, T* dx,
                    const Scratch<T>& s) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.depthwise) return depthwise_backward_data(g, dy, w, dx);
+  }
   // dx[n, g, c-block] = col2im(w[g][:, c-block]^T (cb*K x Cog) * dy[n, g] (Cog x S_out)): the
   // adjoint of forward. Tasks own disjoint input-channel blocks, so col2im needs no locking.
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows(), K = g.k_size();
@@ -167,15 +190,16 @@ void backward_data(const ConvGeometry& g, const KernelPlan& p, const T* dy, cons
     const T* dyg = dy + (n * g.C_out + grp * Cog) * S_out;
     const T* wg = w + grp * Cog * rows + c0 * K;  // columns c0*K.. of w[g] (ld rows)
     T* dxg = dx + (n * g.C_in + grp * Cig + c0) * S_in;
+    T* pk = pack_slot(p, s);
     if (p.pointwise) {
-      gemm(true, false, nc, S_in, Cog, wg, rows, dyg, S_out, T(0), dxg, S_in);
+      gemm(true, false, nc, S_in, Cog, wg, rows, dyg, S_out, T(0), dxg, S_in, pk);
       return;
     }
     T* col = s.col + current_slot(p.slots) * p.col_elems;
     std::memset(dxg, 0, static_cast<size_t>(nc * S_in) * sizeof(T));
     for (int64_t j0 = 0; j0 < S_out; j0 += p.bd_cols) {
       const int64_t j1 = std::min(S_out, j0 + p.bd_cols);
-      gemm(true, false, nc * K, j1 - j0, Cog, wg, rows, dyg + j0, S_out, T(0), col, j1 - j0);
+      gemm(true, false, nc * K, j1 - j0, Cog, wg, rows, dyg + j0, S_out, T(0), col, j1 - j0, pk);
       col2im(g, col, nc, j0, j1, dxg);
     }
   });
@@ -184,6 +208,9 @@ void backward_data(const ConvGeometry& g, const KernelPlan& p, const T* dy, cons
 template <typename T>
 void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* dy, T* dw,
                      const Scratch<T>& s) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.depthwise) return depthwise_backward_weight(g, x, dy, dw);
+  }
   // dw[g][:, c-block] = sum_n dy[n, g] (Cog x S_out) * col(x[n, g, c-block])^T (S_out x cb*K).
   // Task (range r, group, channel block) sums its batch range into dw (r = 0) or partial r;
   // the partials are then added to dw in range order.
@@ -199,18 +226,19 @@ void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, con
     T* dst = (r == 0 ? dw : s.partials + (r - 1) * p.partial_elems) + grp * Cog * rows + c0 * K;
     for (int64_t o = 0; o < Cog; ++o) std::fill(dst + o * rows, dst + o * rows + nc * K, T(0));
     if (nc == 0) return;
+    T* pk = pack_slot(p, s);
     T* col = p.pointwise ? nullptr : s.col + current_slot(p.slots) * p.col_elems;
     for (int64_t n = n0; n < n1; ++n) {
       const T* dyg = dy + (n * g.C_out + grp * Cog) * S_out;
       const T* xg = x + (n * g.C_in + grp * Cig + c0) * S_in;
       if (p.pointwise) {
-        gemm(false, true, Cog, nc, S_out, dyg, S_out, xg, S_in, T(1), dst, rows);
+        gemm(false, true, Cog, nc, S_out, dyg, S_out, xg, S_in, T(1), dst, rows, pk);
         continue;
       }
       for (int64_t j0 = 0; j0 < S_out; j0 += p.bw_cols) {
         const int64_t j1 = std::min(S_out, j0 + p.bw_cols);
         im2col(g, xg, nc, j0, j1, col);
-        gemm(false, true, Cog, nc * K, j1 - j0, dyg + j0, S_out, col, j1 - j0, T(1), dst, rows);
+        gemm(false, true, Cog, nc * K, j1 - j0, dyg + j0, S_out, col, j1 - j0, T(1), dst, rows, pk);
       }
     }
   });

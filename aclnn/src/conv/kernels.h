@@ -5,7 +5,9 @@
 //   backward_data    dx [N, C_in,  S_in]  = dL/dx given dy [N, C_out, S_out] and w
 //   backward_weight  dw [C_out, Cig*K]    = dL/dw given x and dy
 //
-// Each is im2col/col2im + GEMM (OpenBLAS) per (sample, group), with the column matrix built in
+// fp32 problems with one input channel per group run direct kernels (depthwise.h). Otherwise
+// each is im2col/col2im + GEMM (fp32: our AVX-512 kernel, gemm/sgemm.h; fp64: OpenBLAS) per
+// (sample, group), with the column matrix built in
 // chunks of columns (or of input channels) so the per-thread buffer stays a couple of MB, and a
 // direct GEMM without im2col for pointwise (1x1, stride 1, no padding) geometries.
 //
@@ -29,6 +31,7 @@ namespace aclnn_cpu::conv {
 struct KernelPlan {
   int slots = 1;              // scratch slots = threads that may run tasks concurrently
   bool pointwise = false;     // no im2col needed
+  bool depthwise = false;     // fp32 with one input channel per group: direct kernels
   int64_t fwd_cols = 1;       // forward: columns (output positions) per task
   int64_t bd_cblock = 1;      // backward data: input channels per task
   int64_t bd_cols = 1;        //   columns per GEMM + col2im step within a task
@@ -37,6 +40,7 @@ struct KernelPlan {
   int64_t bw_ranges = 1;      //   batch ranges reduced through partial buffers (1 = none)
   int64_t col_elems = 0;      // column buffer elements per slot
   int64_t partial_elems = 0;  // elements of one grad-weight partial (bw_ranges - 1 of them)
+  int64_t pack_elems = 0;     // fp32 GEMM packing scratch per slot (gemm/sgemm.h), 0 for double
 };
 
 // Which primitives a plan must serve.
@@ -51,12 +55,14 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
 // Largest value a GEMM dimension or leading dimension may take (OpenBLAS blasint is 32-bit).
 inline constexpr int64_t kMaxGemmDim = 2147483647;
 
-// Scratch carved from the workspace: slots * col_elems column elements and
-// (bw_ranges - 1) * partial_elems grad-weight partials.
+// Scratch carved from the workspace: slots * col_elems column elements,
+// (bw_ranges - 1) * partial_elems grad-weight partials and slots * pack_elems GEMM packing
+// elements (64-byte aligned per slot).
 template <typename T>
 struct Scratch {
   T* col = nullptr;
   T* partials = nullptr;
+  T* pack = nullptr;
 };
 
 template <typename T>

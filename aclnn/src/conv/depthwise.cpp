@@ -1,0 +1,179 @@
+#include "conv/depthwise.h"
+
+#include <algorithm>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+namespace aclnn_cpu::conv {
+namespace {
+
+// The plane kernels are compiled twice (AVX-512 and baseline x86-64) and picked at load time by
+// an ifunc (GCC target_clones), so the library runs on any x86-64 CPU. Their inner loops run
+// along the output row (ow), which is contiguous in y/dy and, for stride 1, in x/dx too, so they
+// vectorize. Only plain C++ is used inside them (no library templates), so nothing compiled for
+// AVX-512 can leak into generic code.
+#define ACLNN_CLONES __attribute__((target_clones("avx512f", "default")))
+
+// One kernel tap on a plane: input index along a dim = out * stride + off; [lo, hi) are the
+// output indices whose input index lies inside the input (outside is padding: no contribution).
+struct Tap {
+  int64_t q;                     // tap index (kd * kH + kh) * kW + kw
+  int64_t off[3], lo[3], hi[3];  // per spatial dim (D, H, W)
+  int64_t in[3], out[3], stride[3];
+  bool empty() const { return hi[0] <= lo[0] || hi[1] <= lo[1] || hi[2] <= lo[2]; }
+};
+
+inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+// Calls f(tap) for every kernel tap of the geometry, in tap order.
+template <typename F>
+void for_taps(const ConvGeometry& g, F&& f) {
+  Tap t;
+  for (int d = 0; d < 3; ++d) t.in[d] = g.in[d], t.out[d] = g.out[d], t.stride[d] = g.stride[d];
+  t.q = 0;
+  for (int64_t kd = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw, ++t.q) {
+        const int64_t kk[3] = {kd, kh, kw};
+        for (int d = 0; d < 3; ++d) {
+          t.off[d] = kk[d] * g.dil[d] - g.pad_before[d];
+          t.lo[d] = clamp64(ceil_div(-t.off[d], g.stride[d]), 0, g.out[d]);
+          t.hi[d] = clamp64(ceil_div(g.in[d] - t.off[d], g.stride[d]), t.lo[d], g.out[d]);
+        }
+        if (!t.empty()) f(t);
+      }
+}
+
+// The per-tap plane kernels: loops over the valid output rows (od, oh) and along the row (ow),
+// which is contiguous in y/dy and, for stride 1, in x/dx, so the ow loops vectorize (restrict
+// pointers, no aliasing). y/dy planes are [out0, out1, out2], x/dx planes [in0, in1, in2].
+
+// Forward tap: y[p] += a * x[p * s + off].
+ACLNN_CLONES void tap_gather(float* __restrict y, const float* __restrict x, float a,
+                             const Tap& t) {
+  const int64_t sw = t.stride[2], n = t.hi[2] - t.lo[2];
+  for (int64_t od = t.lo[0]; od < t.hi[0]; ++od)
+    for (int64_t oh = t.lo[1]; oh < t.hi[1]; ++oh) {
+      float* __restrict yr = y + (od * t.out[1] + oh) * t.out[2] + t.lo[2];
+      const int64_t id = od * t.stride[0] + t.off[0], ih = oh * t.stride[1] + t.off[1];
+      const float* __restrict xr = x + (id * t.in[1] + ih) * t.in[2] + t.lo[2] * sw + t.off[2];
+      if (sw == 1) {
+        for (int64_t i = 0; i < n; ++i) yr[i] += a * xr[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) yr[i] += a * xr[i * sw];
+      }
+    }
+}
+
+// Backward-data tap (the adjoint): x[p * s + off] += a * y[p].
+ACLNN_CLONES void tap_scatter(float* __restrict x, const float* __restrict y, float a,
+                              const Tap& t) {
+  const int64_t sw = t.stride[2], n = t.hi[2] - t.lo[2];
+  for (int64_t od = t.lo[0]; od < t.hi[0]; ++od)
+    for (int64_t oh = t.lo[1]; oh < t.hi[1]; ++oh) {
+      const float* __restrict yr = y + (od * t.out[1] + oh) * t.out[2] + t.lo[2];
+      const int64_t id = od * t.stride[0] + t.off[0], ih = oh * t.stride[1] + t.off[1];
+      float* __restrict xr = x + (id * t.in[1] + ih) * t.in[2] + t.lo[2] * sw + t.off[2];
+      if (sw == 1) {
+        for (int64_t i = 0; i < n; ++i) xr[i] += a * yr[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) xr[i * sw] += a * yr[i];
+      }
+    }
+}
+
+// Weight-gradient tap: sum_p y[p] * x[p * s + off], accumulated in 16 float lanes (one zmm)
+// and reduced in a fixed order.
+ACLNN_CLONES float tap_dot(const float* __restrict y, const float* __restrict x, const Tap& t) {
+  const int64_t sw = t.stride[2], n = t.hi[2] - t.lo[2];
+  float acc[16] = {};
+  for (int64_t od = t.lo[0]; od < t.hi[0]; ++od)
+    for (int64_t oh = t.lo[1]; oh < t.hi[1]; ++oh) {
+      const float* __restrict yr = y + (od * t.out[1] + oh) * t.out[2] + t.lo[2];
+      const int64_t id = od * t.stride[0] + t.off[0], ih = oh * t.stride[1] + t.off[1];
+      const float* __restrict xr = x + (id * t.in[1] + ih) * t.in[2] + t.lo[2] * sw + t.off[2];
+      int64_t i = 0;
+      if (sw == 1) {
+        for (; i + 16 <= n; i += 16)
+          for (int l = 0; l < 16; ++l) acc[l] += yr[i + l] * xr[i + l];
+      } else {
+        for (; i + 16 <= n; i += 16)
+          for (int l = 0; l < 16; ++l) acc[l] += yr[i + l] * xr[(i + l) * sw];
+      }
+      for (int l = 0; i < n; ++i, ++l) acc[l] += yr[i] * xr[i * sw];
+    }
+  float s = 0.0f;
+  for (int l = 0; l < 16; ++l) s += acc[l];
+  return s;
+}
+
+template <typename Body>
+void parallel(int64_t count, Body&& body) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, 1),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t t = r.begin(); t != r.end(); ++t) body(t);
+                    });
+}
+
+}  // namespace
+
+void depthwise_forward(const ConvGeometry& g, const float* x, const float* w, float* y) {
+  // y[n, o] = sum_q w[o, q] * shift_q(x[n, o / m]),  m = C_out / C_in output channels per input.
+  const int64_t m = g.cout_g(), K = g.k_size(), S_in = g.in_size(), S_out = g.out_size();
+  parallel(g.N * g.C_out, [&](int64_t t) {
+    const int64_t n = t / g.C_out, o = t % g.C_out;
+    const float* xc = x + (n * g.C_in + o / m) * S_in;
+    const float* wo = w + o * K;
+    float* yo = y + t * S_out;
+    for (int64_t i = 0; i < S_out; ++i) yo[i] = 0.0f;
+    for_taps(g, [&](const Tap& tap) { tap_gather(yo, xc, wo[tap.q], tap); });
+  });
+}
+
+void depthwise_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx) {
+  // dx[n, c] = sum_{o in group c} sum_q w[o, q] * shift_q^T(dy[n, o]): each tap's contribution
+  // scattered back to the input positions it read (padding positions dropped).
+  const int64_t m = g.cout_g(), K = g.k_size(), S_in = g.in_size(), S_out = g.out_size();
+  parallel(g.N * g.C_in, [&](int64_t t) {
+    const int64_t n = t / g.C_in, c = t % g.C_in;
+    float* dxc = dx + t * S_in;
+    for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t o = c * m + j;
+      const float* dyo = dy + (n * g.C_out + o) * S_out;
+      const float* wo = w + o * K;
+      for_taps(g, [&](const Tap& tap) { tap_scatter(dxc, dyo, wo[tap.q], tap); });
+    }
+  });
+}
+
+void depthwise_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+  // dw[o, q] = sum_n sum_p dy[n, o, p] * x[n, o / m, p * s - pad + q * dil]: each plane's sum in
+  // float (16 lanes), the planes added in batch order in double, straight into dw.
+  const int64_t m = g.cout_g(), K = g.k_size(), S_in = g.in_size(), S_out = g.out_size();
+  // Batch outer, taps inner, so each plane pair is read from memory once while it sits in L1/L2;
+  // the taps' running sums live on the stack, in groups of kTapGroup for very large kernels.
+  constexpr int64_t kTapGroup = 128;
+  parallel(g.C_out, [&](int64_t o) {
+    float* dwo = dw + o * K;
+    for (int64_t q = 0; q < K; ++q) dwo[q] = 0.0f;
+    double total[kTapGroup];
+    for (int64_t q0 = 0; q0 < K; q0 += kTapGroup) {
+      const int64_t q1 = std::min(K, q0 + kTapGroup);
+      std::fill(total, total + (q1 - q0), 0.0);
+      for (int64_t n = 0; n < g.N; ++n) {
+        const float* dyo = dy + (n * g.C_out + o) * S_out;
+        const float* xc = x + (n * g.C_in + o / m) * S_in;
+        for_taps(g, [&](const Tap& tap) {
+          if (tap.q >= q0 && tap.q < q1) total[tap.q - q0] += tap_dot(dyo, xc, tap);
+        });
+      }
+      for (int64_t q = q0; q < q1; ++q) dwo[q] = static_cast<float>(total[q - q0]);
+    }
+  });
+}
+
+}  // namespace aclnn_cpu::conv

@@ -1,0 +1,29 @@
+// Direct fp32 kernels for convolutions with one input channel per group (C_in / groups == 1:
+// depthwise, depthwise with a channel multiplier, and single-channel first layers such as MNIST's).
+// There the im2col matrix of a group has only K rows, so a GEMM would run with a reduction depth
+// of K (<= 27 or so) and be bound by packing; the direct loops instead stream each [D, H, W]
+// plane once per kernel tap while it sits in L1/L2, and are memory-bound as they should be.
+//
+// Work split (oneTBB, deterministic, no partial buffers):
+//   forward          one task per (sample, output channel) plane;
+//   backward_data    one task per (sample, input channel) plane, summing its output channels;
+//   backward_weight  one task per output channel, summing over the batch in order.
+#pragma once
+
+#include "conv/geometry.h"
+
+namespace aclnn_cpu::conv {
+
+// Whether the direct kernels apply (every input channel is its own group's only channel).
+inline bool use_depthwise(const ConvGeometry& g) {
+  return g.groups >= 1 && g.C_in == g.groups && g.N > 0 && g.C_out > 0;
+}
+
+// y [N, C_out, S_out] = conv(x [N, C_in, S_in], w [C_out, K]).
+void depthwise_forward(const ConvGeometry& g, const float* x, const float* w, float* y);
+// dx [N, C_in, S_in] from dy [N, C_out, S_out] and w.
+void depthwise_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx);
+// dw [C_out, K] from x and dy.
+void depthwise_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw);
+
+}  // namespace aclnn_cpu::conv

@@ -1,0 +1,168 @@
+#include "conv/tbc_gemm.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "gemm/sgemm.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+// Output rows per forward / backward-data task: enough for an efficient GEMM (M = rows), few
+// enough for a dozen or more tasks on typical sequences.
+constexpr int64_t kRowsPerTask = 512;
+// Input channels per weight-gradient task (the GEMM's M).
+constexpr int64_t kChannelsPerTask = 64;
+
+// The stride of a dim, or `fallback` when the dim has size 1 (its stride is then meaningless).
+int64_t eff(const View5& v, int d, int64_t fallback) {
+  return v.dims[d] == 1 ? fallback : v.strides[d];
+}
+
+// Row stride of a time-major activation view [B, C, 1, 1, T]: row r = t * B + b.
+int64_t row_ld(const View5& v) {
+  return v.dims[0] > 1 ? v.strides[0] : eff(v, 4, v.dims[1]);
+}
+
+// An activation view whose memory is [T, B, C] rows: C contiguous, and the time stride is B rows,
+// so row r = t * B + b sits at origin + r * ld.
+bool time_major(const View5& v) {
+  if (v.dtype != ACL_FLOAT || v.numel() == 0 || eff(v, 1, 1) != 1) return false;
+  const int64_t ld = row_ld(v);
+  return ld >= v.dims[1] && (v.dims[0] == 1 || v.dims[4] == 1 || v.strides[4] == v.dims[0] * ld);
+}
+
+// Weight view [C_out, C_in, 1, 1, K] with C_out contiguous; W_k(c, o) = w[o, c, k] as a matrix
+// with row stride ld_in (between input channels).
+int64_t weight_ld(const View5& w) {
+  return eff(w, 1, w.dims[0]);
+}
+bool weight_ok(const View5& w) {
+  return w.dtype == ACL_FLOAT && w.numel() > 0 && eff(w, 0, 1) == 1 && weight_ld(w) >= w.dims[0];
+}
+
+float* rows_of(const View5& v) {
+  return reinterpret_cast<float*>(v.origin());
+}
+
+int slot_of(int slots) {
+  const int s = tbb::this_task_arena::current_thread_index();
+  if (s < 0 || s >= slots) throw std::logic_error("tbc_run ran outside its task arena");
+  return s;
+}
+
+template <typename Body>
+void parallel(int64_t count, Body&& body) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, 1),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t t = r.begin(); t != r.end(); ++t) body(t);
+                    });
+}
+
+// out[t] = init + sum_k in[t + shift(k)] . M_k for t in [0, T_out): out rows [T_out * B, n_out]
+// (ld_out), in rows [T_in * B, n_in] (ld_in), M_k a strided [n_in, n_out] matrix. `bias` (or
+// null) is the init of every row.
+template <typename Shift, typename Tap>
+void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shift shift, Tap tap,
+                       float* out, int64_t ld_out, int64_t n_out, const float* in, int64_t ld_in,
+                       int64_t n_in, const View5* bias, int slots, int64_t pack_elems,
+                       float* pack) {
+  const int64_t steps = std::max<int64_t>(1, kRowsPerTask / B);  // time steps per task
+  parallel((T_out + steps - 1) / steps, [&](int64_t task) {
+    float* pk = pack ? pack + slot_of(slots) * pack_elems : nullptr;
+    const int64_t t0 = task * steps, t1 = std::min(T_out, t0 + steps);
+    for (int64_t r = t0 * B; r < t1 * B; ++r) {
+      float* row = out + r * ld_out;
+      if (bias) {
+        const char* b = bias->origin();
+        for (int64_t o = 0; o < n_out; ++o)
+          row[o] = *reinterpret_cast<const float*>(b + o * bias->strides[1] * sizeof(float));
+      } else {
+        std::fill(row, row + n_out, 0.0f);
+      }
+    }
+    for (int64_t k = 0; k < taps; ++k) {
+      const int64_t s = shift(k);  // in-time = out-time + s, valid while in [0, T_in)
+      const int64_t a = std::max(t0, -s), b = std::min(t1, T_in - s);
+      if (a >= b) continue;
+      gemm::sgemm((b - a) * B, n_out, n_in, gemm::Mat{in + (a + s) * B * ld_in, ld_in, 1}, tap(k),
+                  true, out + a * B * ld_out, ld_out, pk);
+    }
+  });
+}
+
+}  // namespace
+
+bool tbc_applicable(const ConvJob& j) {
+  const ConvGeometry& g = j.g;
+  if (j.use_double || j.round != Round::kNone || g.groups != 1 || g.N <= 0 || g.C_in <= 0 ||
+      g.C_out <= 0)
+    return false;
+  for (int d = 0; d < 2; ++d)
+    if (g.in[d] != 1 || g.out[d] != 1 || g.k[d] != 1) return false;
+  if (g.stride[2] != 1 || g.dil[2] != 1) return false;
+  if (!j.out_y && !j.out_x && !j.out_w) return false;
+  // Every activation involved must be time-major, every weight have C_out contiguous.
+  auto act_ok = [](const std::optional<View5>& v) { return !v || time_major(*v); };
+  auto w_ok = [](const std::optional<View5>& v) { return !v || weight_ok(*v); };
+  const bool need_x = j.out_y || j.out_w, need_y = j.out_x || j.out_w, need_w = j.out_y || j.out_x;
+  if ((need_x && !j.x) || (need_y && !j.y) || (need_w && !j.w)) return false;
+  if (j.bias && j.bias->dtype != ACL_FLOAT) return false;
+  return act_ok(need_x ? j.x : std::nullopt) && act_ok(need_y ? j.y : std::nullopt) &&
+         w_ok(need_w ? j.w : std::nullopt) && act_ok(j.out_y) && act_ok(j.out_x) && w_ok(j.out_w);
+}
+
+void tbc_run(const ConvJob& j, int slots, int64_t pack_elems, float* pack) {
+  const ConvGeometry& g = j.g;
+  const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
+  // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].
+  if (j.out_y) {
+    const View5& w = *j.w;
+    const float* wp = rows_of(w);
+    shifted_row_gemms(
+        B, T_out, T, K, [&](int64_t k) { return k - pad; },
+        [&](int64_t k) {
+          return gemm::Mat{wp + k * w.strides[4], weight_ld(w), 1};
+        },
+        rows_of(*j.out_y), row_ld(*j.out_y), g.C_out, rows_of(*j.x), row_ld(*j.x), g.C_in,
+        j.bias ? &*j.bias : nullptr, slots, pack_elems, pack);
+  }
+  if (j.out_x) {  // dX[t'] += dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]
+    const View5& w = *j.w;
+    const float* wp = rows_of(w);
+    shifted_row_gemms(
+        B, T, T_out, K, [&](int64_t k) { return pad - k; },
+        [&](int64_t k) {
+          return gemm::Mat{wp + k * w.strides[4], 1, weight_ld(w)};
+        },
+        rows_of(*j.out_x), row_ld(*j.out_x), g.C_in, rows_of(*j.y), row_ld(*j.y), g.C_out, nullptr,
+        slots, pack_elems, pack);
+  }
+  if (j.out_w) {  // dW_k[c-block, :] = sum_t X[t + k - pad]^T . dY[t]
+    const View5& dw = *j.out_w;
+    float* dwp = rows_of(dw);
+    const float* x = rows_of(*j.x);
+    const float* dy = rows_of(*j.y);
+    const int64_t ldx = row_ld(*j.x), ldy = row_ld(*j.y), ldw = weight_ld(dw);
+    const int64_t blocks = (g.C_in + kChannelsPerTask - 1) / kChannelsPerTask;
+    parallel(K * blocks, [&](int64_t task) {
+      float* pk = pack ? pack + slot_of(slots) * pack_elems : nullptr;
+      const int64_t k = task / blocks, c0 = (task % blocks) * kChannelsPerTask;
+      const int64_t nc = std::min(g.C_in, c0 + kChannelsPerTask) - c0;
+      float* dst = dwp + k * dw.strides[4] + c0 * ldw;
+      const int64_t a = std::max<int64_t>(0, pad - k), b = std::min(T_out, T + pad - k);
+      if (a >= b) {  // this tap never sees the input: zero gradient
+        for (int64_t c = 0; c < nc; ++c) std::fill(dst + c * ldw, dst + c * ldw + g.C_out, 0.0f);
+        return;
+      }
+      gemm::sgemm(nc, g.C_out, (b - a) * B, gemm::Mat{x + (a + k - pad) * B * ldx + c0, 1, ldx},
+                  gemm::Mat{dy + a * B * ldy, ldy, 1}, false, dst, ldw, pk);
+    });
+  }
+}
+
+}  // namespace aclnn_cpu::conv

@@ -1,0 +1,44 @@
+// Single-threaded fp32 GEMM for the convolution kernels:
+//
+//   C[M, N] = A[M, K] * B[K, N]   (+ C when `accumulate`)
+//
+// with A and B given as arbitrary strided views (element (r, c) at p[r * rs + c * cs]), so the
+// transposes of the conv primitives (w^T, col^T, dy^T) are views, not copies. On CPUs with
+// AVX-512F it runs our own packed kernel (sgemm_avx512.cpp), chosen once at runtime with
+// __builtin_cpu_supports; elsewhere it calls OpenBLAS (one unit stride per operand is required
+// there, which every caller satisfies).
+//
+// Why our own kernel: OpenBLAS picks its kernels at load time from OPENBLAS_CORETYPE, which this
+// machine's environment pins to Haswell (AVX2: about half the AVX-512 throughput); we cannot undo
+// that from inside the library, and a packed kernel lets the convolution feed it im2col chunks
+// and transposed views without extra copies. Parallelism is the caller's (one call per oneTBB
+// task); the call allocates nothing: packing buffers are `scratch` (pack_elems() floats,
+// 64-byte aligned), carved from the conv workspace per thread slot.
+#pragma once
+
+#include <cstdint>
+
+namespace aclnn_cpu::gemm {
+
+struct Mat {
+  const float* p = nullptr;
+  int64_t rs = 0;  // stride between rows
+  int64_t cs = 1;  // stride between columns
+};
+
+// Whether sgemm runs the AVX-512 kernel on this CPU (decided once).
+bool have_avx512();
+
+// Floats of packing scratch the AVX-512 kernel needs (0 when the CPU lacks AVX-512). sgemm with
+// a null `scratch` always uses OpenBLAS.
+int64_t pack_elems();
+
+void sgemm(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C, int64_t ldc,
+           float* scratch);
+
+// The AVX-512 implementation (only call when have_avx512()).
+void sgemm_avx512(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C,
+                  int64_t ldc, float* scratch);
+int64_t sgemm_avx512_pack_elems();
+
+}  // namespace aclnn_cpu::gemm

@@ -1,0 +1,227 @@
+// AVX-512 fp32 GEMM: C[M, N] (+)= A[M, K] * B[K, N], single-threaded, packed, cache-blocked.
+//
+// Register tile (micro-kernel): 8 rows x 48 columns of C = 24 zmm accumulators. Per k step it
+// loads 3 vectors of B (48 columns) and broadcasts 8 scalars of A (folded into the FMAs as
+// {1to16} memory operands): 24 FMAs for 11 loads, so the FMA pipes, not the load ports, bound
+// it; 24 independent accumulators hide the 4-cycle FMA latency twice over. M = 8 divides every
+// channel count of the benchmark problems (the A side), N = 48 is the long, flexible side
+// (output positions or im2col rows).
+//
+// Cache blocking (Zen 4: L1d 32 KiB, L2 1 MiB per core), loop order pc -> jc -> ic -> ir -> jr:
+//   B block  KC x NC = 256 x 480 floats = 480 KiB, packed once per (pc, jc), lives in L2;
+//   A block  MC x KC = 128 x 256 floats = 128 KiB, packed per (pc, jc, ic);
+//   inner    one A micro-panel (8 x 256 = 8 KiB) stays in L1 while the B micro-panels
+//            (256 x 48 = 48 KiB each) stream from L2 at ~16 B/cycle (L2 delivers 64).
+// Packed formats: Ap[panel][k][8] (zero rows past M), Bp[panel][k][48] (zero columns past N).
+//
+// Packing reads strided views. B with unit column stride (row-major, "NN") is a row copy; B with
+// unit row stride (a transposed view such as col^T in the weight gradient) is packed through
+// 16 x 16 in-register transposes so it costs a fraction of the FMA work even when M is only 64.
+//
+// The functions are compiled for AVX-512 with a target pragma and called only after the runtime
+// CPU check in sgemm.cpp; no standard-library template is instantiated inside the pragma region
+// (such instantiations could be merged with the generic ones elsewhere by the linker).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "gemm/sgemm.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps() internally, which
+// -Wmaybe-uninitialized reports as a use of an uninitialized value (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace aclnn_cpu::gemm {
+namespace {
+
+constexpr int64_t kMR = 8;
+constexpr int64_t kNR = 48;
+constexpr int64_t kKC = 256;
+constexpr int64_t kMC = 128;  // multiple of kMR
+constexpr int64_t kNC = 480;  // multiple of kNR
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+// Ap[p][k][r] = A(i0 + p*8 + r, k0 + k), zero past row m.
+void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
+  for (int64_t p = 0; p < m; p += kMR) {
+    const int64_t rows = min64(kMR, m - p);
+    const float* src = A.p + (i0 + p) * A.rs + k0 * A.cs;
+    if (rows == kMR && A.rs == 1) {  // 8 contiguous values per k
+      for (int64_t k = 0; k < kc; ++k)
+        _mm256_store_ps(Ap + k * kMR, _mm256_loadu_ps(src + k * A.cs));
+    } else {
+      for (int64_t k = 0; k < kc; ++k) {
+        int64_t r = 0;
+        for (; r < rows; ++r) Ap[k * kMR + r] = src[r * A.rs + k * A.cs];
+        for (; r < kMR; ++r) Ap[k * kMR + r] = 0.0f;
+      }
+    }
+    Ap += kc * kMR;
+  }
+}
+
+// In-register transpose of 16 x 16: r[i] holds row i on entry and column i on exit.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 1] =
+        _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 2] = _mm512_castpd_ps(
+        _mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    r[i + 3] = _mm512_castpd_ps(
+        _mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  // r[4q + j] now holds, in 128-bit lane L, element j of rows 4L' .. (rows 4q..4q+3 of lane L):
+  // lanes still need a 4 x 4 transpose of 128-bit blocks across r[j], r[4+j], r[8+j], r[12+j].
+  for (int j = 0; j < 4; ++j) {
+    const __m512 a = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);       // lanes 0,2 | 0,2
+    const __m512 b = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);       // lanes 1,3 | 1,3
+    const __m512 c = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);  // lanes 0,2 | 0,2
+    const __m512 d = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);  // lanes 1,3 | 1,3
+    t[j] = _mm512_shuffle_f32x4(a, c, 0x88);                           // lane 0 of all four
+    t[8 + j] = _mm512_shuffle_f32x4(a, c, 0xdd);                       // lane 2
+    t[4 + j] = _mm512_shuffle_f32x4(b, d, 0x88);                       // lane 1
+    t[12 + j] = _mm512_shuffle_f32x4(b, d, 0xdd);                      // lane 3
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// Bp[p][k][c] = B(k0 + k, j0 + p*48 + c), zero past column n.
+void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+  for (int64_t p = 0; p < n; p += kNR) {
+    const int64_t cols = min64(kNR, n - p);
+    const float* src = B.p + k0 * B.rs + (j0 + p) * B.cs;
+    if (B.cs == 1) {  // rows of B are contiguous: copy 48 (masked at the edge) per k
+      const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xffff : (1u << cols) - 1);
+      const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xffff
+                                                  : cols <= 16 ? 0
+                                                               : (1u << (cols - 16)) - 1);
+      const __mmask16 m2 = static_cast<__mmask16>(cols >= 48   ? 0xffff
+                                                  : cols <= 32 ? 0
+                                                               : (1u << (cols - 32)) - 1);
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* s = src + k * B.rs;
+        float* d = Bp + k * kNR;
+        _mm512_store_ps(d, _mm512_maskz_loadu_ps(m0, s));
+        _mm512_store_ps(d + 16, _mm512_maskz_loadu_ps(m1, s + 16));
+        _mm512_store_ps(d + 32, _mm512_maskz_loadu_ps(m2, s + 32));
+      }
+    } else if (B.rs == 1) {  // columns of B are contiguous: 16 x 16 transposes
+      int64_t c = 0;
+      for (; c + 16 <= cols; c += 16) {
+        int64_t k = 0;
+        for (; k + 16 <= kc; k += 16) {
+          __m512 r[16];
+          for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + (c + i) * B.cs + k);
+          transpose16(r);
+          for (int i = 0; i < 16; ++i) _mm512_store_ps(Bp + (k + i) * kNR + c, r[i]);
+        }
+        for (; k < kc; ++k)
+          for (int64_t i = 0; i < 16; ++i) Bp[k * kNR + c + i] = src[(c + i) * B.cs + k];
+      }
+      for (; c < kNR; ++c)
+        for (int64_t k = 0; k < kc; ++k) Bp[k * kNR + c] = c < cols ? src[c * B.cs + k] : 0.0f;
+    } else {
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t c = 0; c < kNR; ++c)
+          Bp[k * kNR + c] = c < cols ? src[k * B.rs + c * B.cs] : 0.0f;
+    }
+    Bp += kc * kNR;
+  }
+}
+
+// C[0..8, 0..48) (+)= Ap (8 x kc) * Bp (kc x 48); `rows` x `cols` of it are stored.
+void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
+                  int64_t ldc, int64_t rows, int64_t cols) {
+  __m512 c[kMR][3];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMR; ++i) c[i][0] = c[i][1] = c[i][2] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(Bp), b1 = _mm512_load_ps(Bp + 16),
+                 b2 = _mm512_load_ps(Bp + 32);
+#pragma GCC unroll 8
+    for (int i = 0; i < kMR; ++i) {
+      const __m512 a = _mm512_set1_ps(Ap[i]);
+      c[i][0] = _mm512_fmadd_ps(a, b0, c[i][0]);
+      c[i][1] = _mm512_fmadd_ps(a, b1, c[i][1]);
+      c[i][2] = _mm512_fmadd_ps(a, b2, c[i][2]);
+    }
+    Ap += kMR;
+    Bp += kNR;
+  }
+  if (rows == kMR && cols == kNR) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kMR; ++i) {
+      float* d = C + i * ldc;
+      if (accumulate) {
+        c[i][0] = _mm512_add_ps(c[i][0], _mm512_loadu_ps(d));
+        c[i][1] = _mm512_add_ps(c[i][1], _mm512_loadu_ps(d + 16));
+        c[i][2] = _mm512_add_ps(c[i][2], _mm512_loadu_ps(d + 32));
+      }
+      _mm512_storeu_ps(d, c[i][0]);
+      _mm512_storeu_ps(d + 16, c[i][1]);
+      _mm512_storeu_ps(d + 32, c[i][2]);
+    }
+    return;
+  }
+  // Edge tile: masked stores of the valid part.
+  for (int64_t j = 0; j < 3; ++j) {
+    const int64_t left = cols - 16 * j;
+    if (left <= 0) break;
+    const __mmask16 m = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+    for (int64_t i = 0; i < rows; ++i) {
+      float* d = C + i * ldc + 16 * j;
+      __m512 v = c[i][j];
+      if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d));
+      _mm512_mask_storeu_ps(d, m, v);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t sgemm_avx512_pack_elems() {
+  return kMC * kKC + kKC * kNC;
+}
+
+void sgemm_avx512(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C,
+                  int64_t ldc, float* scratch) {
+  float* Ap = scratch;              // [kMC / 8][kKC][8]
+  float* Bp = scratch + kMC * kKC;  // [kNC / 48][kKC][48]
+  for (int64_t pc = 0; pc < K; pc += kKC) {
+    const int64_t kc = min64(kKC, K - pc);
+    const bool acc = accumulate || pc > 0;  // later K blocks add onto the first
+    for (int64_t jc = 0; jc < N; jc += kNC) {
+      const int64_t nc = min64(kNC, N - jc);
+      pack_b(B, pc, kc, jc, nc, Bp);
+      for (int64_t ic = 0; ic < M; ic += kMC) {
+        const int64_t mc = min64(kMC, M - ic);
+        pack_a(A, ic, mc, pc, kc, Ap);
+        for (int64_t ir = 0; ir < mc; ir += kMR) {
+          const float* a = Ap + ir * kc;
+          for (int64_t jr = 0; jr < nc; jr += kNR) {
+            micro_kernel(kc, a, Bp + jr * kc, acc, C + (ic + ir) * ldc + jc + jr, ldc,
+                         min64(kMR, mc - ir), min64(kNR, nc - jr));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace aclnn_cpu::gemm
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options

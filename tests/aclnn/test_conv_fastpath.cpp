@@ -1,0 +1,145 @@
+// Coverage for the fp32 fast paths of the conv engine that the sweeps' small shapes never reach:
+// the packed AVX-512 GEMM (runs only above ~4M multiply-adds; exercised here across its blocking
+// edges: M not a multiple of 8 and > 128, N past the 480-column block, K past the 256 block), the
+// direct depthwise kernel, and the TBC path of per-tap GEMMs on the [T, B, C] buffers themselves.
+// Every case is checked against the float64 naive reference (backward, forward, and a bitwise
+// determinism rerun), contiguous and on non-contiguous layouts.
+#include <sstream>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "aclnnop/aclnn_convolution_backward.h"
+#include "support/acl_test_util.h"
+#include "support/compare.h"
+#include "support/conv_case.h"
+#include "support/naive_conv.h"
+
+namespace {
+
+using acltest::ConvCase;
+using acltest::Layout;
+using acltest::MakeGeom;
+
+ConvCase Case(const char* label, naive::ConvGeom g) {
+  ConvCase c;
+  c.geom = std::move(g);
+  c.label = label;
+  return c;
+}
+
+std::vector<ConvCase> FastPathCases() {
+  return {
+      // 3x3: M = C_out = 68 (edge rows), K = 40*9 = 360 (two K blocks), S_out = 1156 columns.
+      Case("gemm3x3_edges", MakeGeom({2, 40, 34, 34}, {68, 40, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1)),
+      // C_out = 136 > 128 (two M blocks), stride 2.
+      Case("gemm_s2_wide", MakeGeom({2, 24, 31, 29}, {136, 24, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1)),
+      // Pointwise: pure GEMM on the input, C_in = 260 (K blocks / edge panels on both sides).
+      Case("pointwise", MakeGeom({3, 260, 23, 21}, {72, 260, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1)),
+      Case("dilated", MakeGeom({2, 32, 40, 38}, {48, 32, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1)),
+      Case("grouped", MakeGeom({2, 64, 30, 30}, {64, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 4)),
+      Case("conv1d", MakeGeom({3, 32, 1500}, {40, 32, 9}, {1}, {4}, {1}, 1)),
+      Case("conv3d",
+           MakeGeom({2, 16, 8, 20, 22}, {24, 16, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1)),
+      Case("first_layer", MakeGeom({2, 3, 96, 90}, {32, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1)),
+      Case("transposed2d",
+           MakeGeom({4, 48, 17, 15}, {48, 24, 4, 4}, {2, 2}, {1, 1}, {1, 1}, 1, true, {0, 0})),
+      Case("transposed3d", MakeGeom({2, 24, 6, 12, 11}, {24, 16, 3, 3, 3}, {2, 2, 2}, {1, 1, 1},
+                                    {1, 1, 1}, 1, true, {1, 1, 1})),
+      // Depthwise (direct kernel): stride 1 and 2, dilation, channel multiplier 2.
+      Case("depthwise", MakeGeom({4, 48, 45, 47}, {48, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 48)),
+      Case("depthwise_s2", MakeGeom({4, 40, 45, 47}, {40, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 40)),
+      Case("depthwise_dil", MakeGeom({3, 36, 40, 41}, {36, 1, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 36)),
+      Case("depthwise_mult2", MakeGeom({3, 32, 40, 41}, {64, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 32)),
+      Case("depthwise1d", MakeGeom({4, 64, 3000}, {64, 1, 7}, {1}, {3}, {1}, 64)),
+  };
+}
+
+std::string Name(const ::testing::TestParamInfo<ConvCase>& info) {
+  return info.param.label;
+}
+
+class FastPath : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(FastPath, BackwardMatchesReference) {
+  EXPECT_TRUE(acltest::CheckConvBackward(GetParam()));
+}
+
+TEST_P(FastPath, ForwardMatchesReference) {
+  EXPECT_TRUE(acltest::CheckConvForward(GetParam()));
+}
+
+TEST_P(FastPath, BackwardNonContiguous) {
+  ConvCase c = GetParam();
+  c.layout = Layout::kPadded;
+  EXPECT_TRUE(acltest::CheckConvBackward(c));
+}
+
+TEST_P(FastPath, BackwardPartialMask) {
+  ConvCase c = GetParam();
+  c.mask = {false, true, false};
+  EXPECT_TRUE(acltest::CheckConvBackward(c));
+  c.mask = {true, false, true};
+  EXPECT_TRUE(acltest::CheckConvBackward(c));
+}
+
+TEST_P(FastPath, BackwardDeterministic) {
+  EXPECT_TRUE(acltest::CheckConvBackwardDeterministic(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Conv, FastPath, ::testing::ValuesIn(FastPathCases()), Name);
+
+// ConvTbc at sizes where the per-tap GEMM path runs, contiguous and padded layouts.
+struct TbcFast {
+  naive::TbcGeom g;
+  Layout layout;
+};
+
+::testing::AssertionResult CheckTbc(const TbcFast& c) {
+  using acltest::TestTensor;
+  const uint64_t seed = 7;
+  TestTensor gy({c.g.t_out(), c.g.B, c.g.C_out}, ACL_FLOAT, c.layout, seed + 1, ACL_FORMAT_ND);
+  TestTensor x({c.g.T, c.g.B, c.g.C_in}, ACL_FLOAT, c.layout, seed + 2, ACL_FORMAT_ND);
+  TestTensor w({c.g.K, c.g.C_in, c.g.C_out}, ACL_FLOAT, c.layout, seed + 3, ACL_FORMAT_ND);
+  TestTensor b({c.g.C_out}, ACL_FLOAT, c.layout, seed + 4, ACL_FORMAT_ND);
+  acltest::Rng rng(seed);
+  gy.Fill(rng.Uniform(gy.numel()));
+  x.Fill(rng.Uniform(x.numel()));
+  w.Fill(rng.Uniform(w.numel()));
+  b.Fill(rng.Uniform(b.numel()));
+  TestTensor gi({c.g.T, c.g.B, c.g.C_in}, ACL_FLOAT, c.layout, seed + 5, ACL_FORMAT_ND);
+  TestTensor gw({c.g.K, c.g.C_in, c.g.C_out}, ACL_FLOAT, c.layout, seed + 6, ACL_FORMAT_ND);
+  TestTensor gb({c.g.C_out}, ACL_FLOAT, c.layout, seed + 7, ACL_FORMAT_ND);
+  acltest::CallResult r = acltest::RunTwoPhase(
+      [&](uint64_t* ws, aclOpExecutor** ex) {
+        return aclnnConvTbcBackwardGetWorkspaceSize(gy.get(), x.get(), w.get(), b.get(), c.g.pad, 0,
+                                                    gi.get(), gw.get(), gb.get(), ws, ex);
+      },
+      aclnnConvTbcBackward);
+  if (!r.ok()) return ::testing::AssertionFailure() << r.Describe();
+  const naive::Grads ref = naive::TbcBackward(c.g, gy.values(), x.values(), w.values());
+  ::testing::AssertionResult verdict = ::testing::AssertionFailure();
+  verdict << "ConvTbcBackward mismatch for " << c.g.Describe() << " layout "
+          << acltest::LayoutName(c.layout);
+  bool failed = false;
+  auto check = [&](const char* name, const TestTensor& t, const naive::Result& want) {
+    auto res = acltest::CompareToReference(name, t.Read(), want, t.shape(),
+                                           acltest::ToleranceFor(ACL_FLOAT, ACL_FLOAT));
+    if (!res) failed = true, verdict << "\n  " << res.message();
+    if (!t.OnlyViewWritten()) failed = true, verdict << "\n  " << name << " wrote outside";
+  };
+  check("gradInput", gi, ref.input);
+  check("gradWeight", gw, ref.weight);
+  check("gradBias", gb, ref.bias);
+  return failed ? verdict : ::testing::AssertionSuccess();
+}
+
+TEST(FastPathTbc, PerTapGemmsMatchReference) {
+  for (Layout layout : {Layout::kContiguous, Layout::kPadded, Layout::kPermuted}) {
+    EXPECT_TRUE(CheckTbc({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));
+    EXPECT_TRUE(CheckTbc({naive::TbcGeom{60, 5, 130, 40, 5, 2}, layout}));
+    EXPECT_TRUE(CheckTbc({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
+  }
+}
+
+}  // namespace
