@@ -237,8 +237,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
 
   if (target.is_floating_point()) {  // class probabilities
     check<ShapeError>(target.sizes() == input.sizes(), op,
-                      ": expected target probabilities of the input's shape ", input.sizes(),
-                      ", got ", target.sizes());
+                      ": a floating target holds class probabilities and must have the input's "
+                      "shape ",
+                      input.sizes(), ", got shape ", target.sizes(),
+                      " (class indices must be int64)");
     check(options.ignore_index < 0, op, ": ignore_index (", options.ignore_index,
           ") is not supported for floating point (probability) targets");
     const Tensor t = eps > 0 ? add(mul(target, 1.0 - eps), eps / static_cast<double>(C)) : target;
@@ -250,13 +252,13 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
     return div(total, static_cast<double>(input.numel() / std::max<int64_t>(C, 1)));
   }
 
-  const ClassTargets ct = class_targets(op, input, target, options.weight, options.ignore_index);
+  const ClassTargets ct = class_targets(op, logp, target, options.weight, options.ignore_index);
   const Tensor nll =
       reduce_elements_of(nll_from(ct), options.reduction, ct.total_weight, ct.unbatched);
   if (eps == 0) return nll;
   // Smoothing term per element: -sum_c w_c log p_c, 0 where the target is ignored. Mean divides
   // by the same denominator as nll (sum of w[t], or the count of non-ignored targets).
-  const Tensor lp = ct.unbatched ? unsqueeze(logp, 0) : logp;
+  const Tensor& lp = ct.input;  // logp, [N, C, d...]
   const Tensor wl = w_b.defined() ? mul(lp, w_b) : lp;
   const Tensor smooth = masked_fill(neg(sum(wl, {1})), ct.ignored, 0.0);
   const Tensor smooth_red =

@@ -24,7 +24,7 @@ struct NllLossOptions {
   /// Targets equal to this contribute 0 and are left out of the mean's denominator.
   int64_t ignore_index = -100;
   /// Optional class weights [C] (same dtype as the input); undefined = all ones.
-  Tensor weight;
+  Tensor weight{};
 };
 
 struct CrossEntropyOptions {
@@ -32,15 +32,15 @@ struct CrossEntropyOptions {
   int64_t ignore_index = -100;
   /// ε in [0, 1]: loss = (1 - ε)·nll + ε·(mean over classes of -w_c·log p_c).
   double label_smoothing = 0.0;
-  Tensor weight;
+  Tensor weight{};
 };
 
 struct BceWithLogitsOptions {
   Reduction reduction = Reduction::Mean;
   /// Optional per-element weight, broadcast to the input's shape.
-  Tensor weight;
+  Tensor weight{};
   /// Optional weight of the positive term, broadcast to the input's shape (e.g. [C]).
-  Tensor pos_weight;
+  Tensor pos_weight{};
 };
 
 /// -w[t]·input[n, t, ...] per element (0 where t == ignore_index); Mean divides the sum by the
