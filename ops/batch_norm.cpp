@@ -17,6 +17,7 @@
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
 #include "ops/reduction.h"
+#include "ops/shape.h"
 #include "tensor/creation.h"
 
 namespace aclgrad {
@@ -109,20 +110,6 @@ Shape reduced_dims(int64_t ndim) {
   Shape d{0};
   for (int64_t i = 2; i < ndim; ++i) d.push_back(i);
   return d;
-}
-
-// [C] -> [1, C, 1, ...] recorded (its gradient reshapes back), for broadcasting against x.
-struct ReshapeBackward final : Node {
-  ReshapeBackward() : Node("ReshapeBackward") {}
-  tensor_list apply(tensor_list&& grads) override;
-};
-Tensor reshape_recorded(const Tensor& t, const Shape& shape) {
-  Tensor out = t.reshape(shape);
-  if (auto node = make_node<ReshapeBackward>({t})) node->set_history(out);
-  return out;
-}
-tensor_list ReshapeBackward::apply(tensor_list&& grads) {
-  return {reshape_recorded(grads[0], input_sizes(0))};
 }
 
 Shape channel_shape(int64_t C, int64_t ndim) {
@@ -219,7 +206,7 @@ struct BatchNormBackward final : Node {
     const Tensor xhat = mul(xc, inv);
     Tensor dx;
     if (needs_grad(0)) {
-      const Tensor gw = has_weight ? mul(g, reshape_recorded(saved(w), cs)) : g;
+      const Tensor gw = has_weight ? mul(g, reshape(saved(w), cs)) : g;
       dx = training
                ? mul(sub(sub(gw, mean_of(gw, red)), mul(xhat, mean_of(mul(gw, xhat), red))), inv)
                : mul(gw, inv);
