@@ -235,16 +235,20 @@ void for_each_plane(const PoolPlan& p, F plane_fn) {
                     });
 }
 
-// y = max over the window (NaN wins: the last NaN), idx = its flat plane position.
+// y = max over the window (NaN wins: the last NaN), idx = its flat plane position (-1 and -inf
+// for a window without input positions).
 template <typename T>
 void max_forward_plane(const PoolPlan& p, const T* x, T* y, int64_t* idx) {
   using C = kernels::compute_t<T>;
   for_each_window(p, [&](int64_t o, const Window& a, const Window& b, const Window& c) {
+    // PyTorch's scan: start from -inf at the first input position (so an all -inf window
+    // reports it), replace on a strictly larger value or any NaN.
+    const bool empty = a.count == 0 || b.count == 0 || c.count == 0;
     C best = -std::numeric_limits<C>::infinity();
-    int64_t bi = -1;
+    int64_t bi = empty ? -1 : (a.start * p.in[1] + b.start) * p.in[2] + c.start;
     for_each_tap(p, a, b, c, [&](int64_t pos) {
       const C v = convert<C>(x[pos]);
-      if (bi < 0 || v > best || std::isnan(v)) best = v, bi = pos;
+      if (v > best || std::isnan(v)) best = v, bi = pos;
     });
     y[o] = convert<T>(best);
     idx[o] = bi;
