@@ -200,6 +200,23 @@ TEST(BatchNormBackward, HandComputedTrainingGradients) {
   EXPECT_STREQ(y.grad_fn()->name(), "BatchNormBackward");
 }
 
+TEST(BatchNormBackward, Float32GradientsMatchFloat64) {
+  const Tensor x64 = uniform_var({4, 3, 6}, -2, 2, 70);
+  const Tensor w64 = uniform_var({3}, 0.5, 2, 71), b64 = uniform_var({3}, -1, 1, 72);
+  const Tensor g = uniform_var({4, 3, 6}, -1, 1, 73).detach();
+  Tensor x32 = x64.detach().to(Dtype::Float32), w32 = w64.detach().to(Dtype::Float32),
+         b32 = b64.detach().to(Dtype::Float32);
+  x32.requires_grad_(), w32.requires_grad_(), b32.requires_grad_();
+  const tensor_list d64 =
+      autograd::grad({batch_norm(x64, Tensor(), Tensor(), w64, b64, true)}, {x64, w64, b64}, {g});
+  const tensor_list d32 = autograd::grad({batch_norm(x32, Tensor(), Tensor(), w32, b32, true)},
+                                         {x32, w32, b32}, {g.to(Dtype::Float32)});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(d32[i].dtype(), Dtype::Float32);
+    expect_tensor(d32[i], d64[i].sizes(), d64[i].to_vector<double>(), 1e-5);
+  }
+}
+
 // ---- errors ----
 
 TEST(BatchNormErrors, MessagesNameTheArgumentAndSizes) {

@@ -383,6 +383,22 @@ TEST(PoolBackward, DoubleBackwardIsRecorded) {
   EXPECT_STREQ(y3.grad_fn()->name(), "MaxPool3dBackward");
 }
 
+TEST(PoolBackward, Float32GradientsMatchFloat64) {
+  const PoolCase c({2, 3, 7, 6}, {3, 2}, {2, 1}, {1, 1}, {1, 1}, true);
+  const Tensor x64 = distinct_var(c.in, 950);
+  Tensor x32 = x64.detach().to(Dtype::Float32);
+  x32.requires_grad_();
+  for (bool is_max : {true, false}) {
+    SCOPED_TRACE(is_max ? "max" : "avg");
+    auto run = [&](const Tensor& x) { return is_max ? std::get<0>(run_max(x, c)) : run_avg(x, c); };
+    const Tensor g = uniform_var(run(x64).sizes(), -1, 1, 951).detach();
+    const Tensor d64 = autograd::grad({run(x64)}, {x64}, {g})[0];
+    const Tensor d32 = autograd::grad({run(x32)}, {x32}, {g.to(Dtype::Float32)})[0];
+    EXPECT_EQ(d32.dtype(), Dtype::Float32);
+    expect_tensor(d32, c.in, d64.to_vector<double>(), 1e-6);
+  }
+}
+
 // ---- errors ----
 
 TEST(PoolErrors, MessagesNameOpArgumentAndValues) {
