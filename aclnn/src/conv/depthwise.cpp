@@ -5,6 +5,8 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "gemm/sgemm.h"
+
 namespace aclnn_cpu::conv {
 namespace {
 
@@ -15,14 +17,7 @@ namespace {
 // AVX-512 can leak into generic code.
 #define ACLNN_CLONES __attribute__((target_clones("avx512f", "default")))
 
-// One kernel tap on a plane: input index along a dim = out * stride + off; [lo, hi) are the
-// output indices whose input index lies inside the input (outside is padding: no contribution).
-struct Tap {
-  int64_t q;                     // tap index (kd * kH + kh) * kW + kw
-  int64_t off[3], lo[3], hi[3];  // per spatial dim (D, H, W)
-  int64_t in[3], out[3], stride[3];
-  bool empty() const { return hi[0] <= lo[0] || hi[1] <= lo[1] || hi[2] <= lo[2]; }
-};
+using Tap = DepthwiseTap;
 
 inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : v > hi ? hi : v;
@@ -110,6 +105,20 @@ ACLNN_CLONES float tap_dot(const float* __restrict y, const float* __restrict x,
   return s;
 }
 
+// Unit W stride on AVX-512 CPUs: explicit masked-vector loops; otherwise the cloned C++ loops.
+void tap_gather_any(float* y, const float* x, float a, const Tap& t) {
+  if (t.stride[2] == 1 && gemm::have_avx512()) return dw_tap_gather_avx512(y, x, a, t);
+  tap_gather(y, x, a, t);
+}
+void tap_scatter_any(float* x, const float* y, float a, const Tap& t) {
+  if (t.stride[2] == 1 && gemm::have_avx512()) return dw_tap_scatter_avx512(x, y, a, t);
+  tap_scatter(x, y, a, t);
+}
+float tap_dot_any(const float* y, const float* x, const Tap& t) {
+  if (t.stride[2] == 1 && gemm::have_avx512()) return dw_tap_dot_avx512(y, x, t);
+  return tap_dot(y, x, t);
+}
+
 template <typename Body>
 void parallel(int64_t count, Body&& body) {
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, 1),
@@ -129,7 +138,7 @@ void depthwise_forward(const ConvGeometry& g, const float* x, const float* w, fl
     const float* wo = w + o * K;
     float* yo = y + t * S_out;
     for (int64_t i = 0; i < S_out; ++i) yo[i] = 0.0f;
-    for_taps(g, [&](const Tap& tap) { tap_gather(yo, xc, wo[tap.q], tap); });
+    for_taps(g, [&](const Tap& tap) { tap_gather_any(yo, xc, wo[tap.q], tap); });
   });
 }
 
@@ -145,7 +154,7 @@ void depthwise_backward_data(const ConvGeometry& g, const float* dy, const float
       const int64_t o = c * m + j;
       const float* dyo = dy + (n * g.C_out + o) * S_out;
       const float* wo = w + o * K;
-      for_taps(g, [&](const Tap& tap) { tap_scatter(dxc, dyo, wo[tap.q], tap); });
+      for_taps(g, [&](const Tap& tap) { tap_scatter_any(dxc, dyo, wo[tap.q], tap); });
     }
   });
 }
@@ -168,7 +177,7 @@ void depthwise_backward_weight(const ConvGeometry& g, const float* x, const floa
         const float* dyo = dy + (n * g.C_out + o) * S_out;
         const float* xc = x + (n * g.C_in + o / m) * S_in;
         for_taps(g, [&](const Tap& tap) {
-          if (tap.q >= q0 && tap.q < q1) total[tap.q - q0] += tap_dot(dyo, xc, tap);
+          if (tap.q >= q0 && tap.q < q1) total[tap.q - q0] += tap_dot_any(dyo, xc, tap);
         });
       }
       for (int64_t q = q0; q < q1; ++q) dwo[q] = static_cast<float>(total[q - q0]);

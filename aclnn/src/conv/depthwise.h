@@ -14,6 +14,21 @@
 
 namespace aclnn_cpu::conv {
 
+// One kernel tap over a plane: input index along a dim = out * stride + off; [lo, hi) are the
+// output indices whose input index lies inside the input (outside is padding: no contribution).
+struct DepthwiseTap {
+  int64_t q;                     // tap index (kd * kH + kh) * kW + kw
+  int64_t off[3], lo[3], hi[3];  // per spatial dim (D, H, W)
+  int64_t in[3], out[3], stride[3];
+  bool empty() const { return hi[0] <= lo[0] || hi[1] <= lo[1] || hi[2] <= lo[2]; }
+};
+
+// AVX-512 versions of the per-tap plane loops for unit W stride (depthwise_avx512.cpp; call only
+// when gemm::have_avx512()). Planes: y/dy [out0, out1, out2], x/dx [in0, in1, in2].
+void dw_tap_gather_avx512(float* y, const float* x, float a, const DepthwiseTap& t);
+void dw_tap_scatter_avx512(float* x, const float* y, float a, const DepthwiseTap& t);
+float dw_tap_dot_avx512(const float* y, const float* x, const DepthwiseTap& t);
+
 // Whether the direct kernels apply (every input channel is its own group's only channel).
 inline bool use_depthwise(const ConvGeometry& g) {
   return g.groups >= 1 && g.C_in == g.groups && g.N > 0 && g.C_out > 0;

@@ -169,6 +169,25 @@ void unpack(const T* src, const View5& dst) {
   });
 }
 
+namespace {
+
+// sum of p[0..n) in double: 16 lanes (two zmm of doubles on AVX-512, picked at load time) added
+// element-wise, then the lanes in order. Deterministic for a given n, and ~16x faster than one
+// serial chain of double additions, which made gradBias a sizeable part of a whole backward.
+__attribute__((target_clones("avx512f", "default"))) double sum_run_f32(const float* __restrict p,
+                                                                        int64_t n) {
+  double lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += static_cast<double>(p[i + l]);
+  for (int l = 0; i < n; ++i, ++l) lanes[l] += static_cast<double>(p[i]);
+  double acc = 0.0;
+  for (int l = 0; l < 16; ++l) acc += lanes[l];
+  return acc;
+}
+
+}  // namespace
+
 template <typename T>
 void channel_sum(const View5& src, T* out) {
   const int64_t C = src.dims[1];
@@ -177,11 +196,28 @@ void channel_sum(const View5& src, T* out) {
     fill_zero(out, C);
     return;
   }
+  const auto& d = src.dims;
+  const auto& s = src.strides;
+  if (src.dtype == ACL_FLOAT && (d[4] == 1 || s[4] == 1)) {
+    // fp32 with unit innermost stride: merge the spatial dims that are contiguous with it into
+    // one run, sum each run with sum_run_f32 and the runs in order (n, then outer spatial dims).
+    int64_t run = d[4], inner = 4;
+    while (inner > 2 && (d[inner - 1] == 1 || s[inner - 1] == run)) run *= d[--inner];
+    const float* base = reinterpret_cast<const float*>(src.origin());
+    tbb::parallel_for(int64_t{0}, C, [&](int64_t c) {
+      double acc = 0;
+      const int64_t n2 = inner > 2 ? d[2] : 1, n3 = inner > 3 ? d[3] : 1;
+      for (int64_t n = 0; n < d[0]; ++n)
+        for (int64_t i2 = 0; i2 < n2; ++i2)
+          for (int64_t i3 = 0; i3 < n3; ++i3)
+            acc += sum_run_f32(base + n * s[0] + c * s[1] + i2 * s[2] + i3 * s[3], run);
+      out[c] = static_cast<T>(acc);
+    });
+    return;
+  }
   dispatch(src.dtype, [&](auto tag) {
     using Src = decltype(tag);
     const Src* base = reinterpret_cast<const Src*>(src.origin());
-    const auto& d = src.dims;
-    const auto& s = src.strides;
     tbb::parallel_for(int64_t{0}, C, [&](int64_t c) {
       double acc = 0;  // fixed order: n, d, h, w
       for (int64_t n = 0; n < d[0]; ++n)
