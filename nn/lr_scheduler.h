@@ -93,7 +93,7 @@ class CosineAnnealingLR : public LRScheduler {
 
 struct OneCycleOptions {
   /// Peak lr per group (one value applies to every group).
-  std::vector<double> max_lr;
+  std::vector<double> max_lr = {};
   int64_t total_steps = 0;
   double pct_start = 0.3;
   /// "cos" or "linear".
