@@ -14,7 +14,8 @@ namespace aclgrad {
 ///   [k]·[k] -> [] (dot);  [n, k]·[k] -> [n];  [k]·[k, m] -> [m];  [n, k]·[k, m] -> [n, m];
 ///   batched: [..., n, k]·[..., k, m] -> [broadcast(...), n, m], where a 1-d operand is promoted
 ///   to [1, k] (left) or [k, 1] (right) and the added dim is removed from the result.
-/// ShapeError when the inner sizes differ or the batch dims do not broadcast; Error for 0-d.
+/// ShapeError when the inner sizes differ, the batch dims do not broadcast or an operand is 0-d;
+/// DtypeError for mixed or non-floating dtypes.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 /// x·weightᵀ + bias: x [..., in_features], weight [out_features, in_features], bias

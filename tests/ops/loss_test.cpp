@@ -294,6 +294,17 @@ TEST(BceWithLogits, GradientsPassGradcheckAndGradgradcheck) {
         },
         {x, y});
   }
+  // Non-contiguous (transposed) logits and target.
+  Tensor xt = uniform_var({4, 3}, -3, 3, 64).detach().t();
+  xt.requires_grad_();
+  Tensor yt = uniform_var({4, 3}, 0, 1, 65).detach().t();
+  yt.requires_grad_();
+  expect_gradients_correct(
+      [&](const tensor_list& in) {
+        return binary_cross_entropy_with_logits(in[0], in[1], {.pos_weight = p});
+      },
+      {xt, yt});
+  expect_gradients_correct([](const tensor_list& in) { return mse_loss(in[0], in[1]); }, {xt, yt});
   // Hand-computed: d/dx = σ(x) - y without weights; x = 0, y = 1 -> -1/2 (mean over 1 element).
   Tensor z = tensor({0.0});
   z.requires_grad_();
@@ -354,6 +365,27 @@ TEST(LossErrors, NameTheOpTheArgumentAndTheValue) {
                   "mse_loss: input has dtype float32 but the target has dtype float64");
   expect_contains(message_of<ShapeError>([&] { mse_loss(x, zeros({2})); }),
                   "mse_loss: target of shape [2] does not broadcast to the input shape [2, 3]");
+  expect_contains(
+      message_of<DtypeError>([&] {
+        nll_loss(x, tensor<int64_t>({0, 1}, {2}), {.weight = zeros({3}, Dtype::Float64)});
+      }),
+      "nll_loss: weight has dtype float64 but the input has dtype float32");
+  expect_contains(message_of<Error>([&] {
+                    cross_entropy(x, zeros({2, 3}), {.ignore_index = 0});
+                  }),
+                  "cross_entropy: ignore_index (0) is not supported for floating point "
+                  "(probability) targets");
+  expect_contains(message_of<DtypeError>([&] {
+                    binary_cross_entropy_with_logits(x, zeros({2, 3}, Dtype::Float64));
+                  }),
+                  "binary_cross_entropy_with_logits: target has dtype float64 but the input has "
+                  "dtype float32");
+  expect_contains(
+      message_of<DtypeError>([&] {
+        binary_cross_entropy_with_logits(x, zeros({2, 3}), {.weight = zeros({3}, Dtype::Float64)});
+      }),
+      "binary_cross_entropy_with_logits: weight has dtype float64 but the input has "
+      "dtype float32");
   expect_contains(message_of<Error>([] { reduction_from_string("avg"); }),
                   "reduction: 'avg' is not a valid value (expected none, mean or sum)");
   EXPECT_EQ(reduction_from_string("sum"), Reduction::Sum);
