@@ -229,6 +229,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
     check<ShapeError>(options.weight.dim() == 1 && options.weight.size(0) == C, op,
                       ": expected weight of shape [", C, "] (one per class), got ",
                       options.weight.sizes());
+    check<DtypeError>(options.weight.dtype() == input.dtype(), op, ": weight has dtype ",
+                      options.weight.dtype(), " but the input has dtype ", input.dtype());
     Shape s(input.dim(), 1);
     s[class_dim] = C;
     w_b = options.weight.view(s);
@@ -241,6 +243,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
                       "shape ",
                       input.sizes(), ", got shape ", target.sizes(),
                       " (class indices must be int64)");
+    check<DtypeError>(target.dtype() == input.dtype(), op, ": target probabilities have dtype ",
+                      target.dtype(), " but the input has dtype ", input.dtype());
     check(options.ignore_index < 0, op, ": ignore_index (", options.ignore_index,
           ") is not supported for floating point (probability) targets");
     const Tensor t = eps > 0 ? add(mul(target, 1.0 - eps), eps / static_cast<double>(C)) : target;

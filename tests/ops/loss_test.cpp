@@ -370,6 +370,15 @@ TEST(LossErrors, NameTheOpTheArgumentAndTheValue) {
         nll_loss(x, tensor<int64_t>({0, 1}, {2}), {.weight = zeros({3}, Dtype::Float64)});
       }),
       "nll_loss: weight has dtype float64 but the input has dtype float32");
+  expect_contains(message_of<DtypeError>([&] {
+                    cross_entropy(x, zeros({2, 3}), {.weight = zeros({3}, Dtype::Float64)});
+                  }),
+                  "cross_entropy: weight has dtype float64 but the input has dtype float32");
+  expect_contains(message_of<DtypeError>([&] {
+                    cross_entropy(x, zeros({2, 3}, Dtype::Float64));
+                  }),
+                  "cross_entropy: target probabilities have dtype float64 but the input has dtype "
+                  "float32");
   expect_contains(message_of<Error>([&] {
                     cross_entropy(x, zeros({2, 3}), {.ignore_index = 0});
                   }),
