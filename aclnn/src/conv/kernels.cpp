@@ -63,6 +63,10 @@ int64_t chunk_columns(int64_t rows, int64_t total, size_t elem_bytes, int64_t wa
   return std::clamp<int64_t>(cols, std::min(kMinColumns, total), total);
 }
 
+bool unit_stride(const ConvGeometry& g) {
+  return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
+}
+
 // Splits `count` items into `want` blocks of equal size (rounded up); returns the block size.
 int64_t block_size(int64_t count, int64_t want) {
   if (count <= 0) return 1;
@@ -119,6 +123,15 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
     if (!p.pointwise) col = std::max(col, Cig * K * p.fwd_cols);
   }
   if (use.backward_data) {
+    // fp32, unit stride: the data gradient is itself a forward conv (flipped_for_data), which
+    // needs no col2im scatter and no zeroing of dx; the GEMM writes dx directly.
+    if (elem_bytes == sizeof(float) && !p.pointwise && unit_stride(g)) {
+      p.bd_flip = true;
+      p.bd_fwd_cols =
+          chunk_columns(g.cout_g() * K, g.in_size(), elem_bytes, ceil_div(4 * p.slots, items));
+      p.wflip_elems = g.C_in * g.cout_g() * K;
+      col = std::max(col, g.cout_g() * K * p.bd_fwd_cols);
+    }
     p.bd_cblock = block_size(Cig, want);
     p.bd_cols = chunk_columns(p.bd_cblock * K, S_out, elem_bytes, 1);
     if (!p.pointwise) col = std::max(col, p.bd_cblock * K * p.bd_cols);
@@ -173,9 +186,43 @@ void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w,
   });
 }
 
+static ConvGeometry flipped_for_data(const ConvGeometry& g) {
+  // With unit stride, dx[c, i] = sum_{o, q} w[o, c, q] * dy[o, i + pb - q*dil]. Substituting
+  // q' = K-1-q (every kernel dim reversed) gives a regular conv of dy with weight
+  // w'[c, o, q'] = w[o, c, K-1-q'], padding pb' = dil*(k-1) - pb (may be negative: im2col's
+  // bounds handle any offset) and output size = the input size.
+  ConvGeometry f = g;
+  f.C_in = g.C_out;
+  f.C_out = g.C_in;
+  f.in = g.out;
+  f.out = g.in;
+  for (int d = 0; d < 3; ++d) {
+    f.pad_before[d] = g.dil[d] * (g.k[d] - 1) - g.pad_before[d];
+    f.pad_after[d] = g.dil[d] * (g.k[d] - 1) - g.pad_after[d];
+  }
+  return f;
+}
+
 template <typename T>
 void backward_data(const ConvGeometry& g, const KernelPlan& p, const T* dy, const T* w, T* dx,
                    const Scratch<T>& s) {
+  if (p.bd_flip) {
+    // w' [C_in, Cog, K] per group from w [C_out, Cig, K], taps reversed; then dx = forward.
+    const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
+    T* wf = s.wflip;
+    tbb::parallel_for(int64_t{0}, g.C_in, [&](int64_t ci) {
+      const int64_t grp = ci / Cig, c = ci % Cig;
+      for (int64_t o = 0; o < Cog; ++o) {
+        const T* src = w + ((grp * Cog + o) * Cig + c) * K;
+        T* dst = wf + (ci * Cog + o) * K;
+        for (int64_t q = 0; q < K; ++q) dst[q] = src[K - 1 - q];
+      }
+    });
+    KernelPlan q = p;
+    q.pointwise = false;
+    q.fwd_cols = p.bd_fwd_cols;
+    return forward(flipped_for_data(g), q, dy, static_cast<const T*>(wf), dx, s);
+  }
   if constexpr (std::is_same_v<T, float>) {
     if (p.depthwise) return depthwise_backward_data(g, dy, w, dx);
   }

@@ -35,6 +35,9 @@ struct KernelPlan {
   int64_t fwd_cols = 1;       // forward: columns (output positions) per task
   int64_t bd_cblock = 1;      // backward data: input channels per task
   int64_t bd_cols = 1;        //   columns per GEMM + col2im step within a task
+  bool bd_flip = false;       // backward data as a forward conv with flipped weights (fp32,
+  int64_t bd_fwd_cols = 1;    //   unit stride): columns per task, and
+  int64_t wflip_elems = 0;    //   elements of the flipped weight w' [C_in, Cog, K]
   int64_t bw_cblock = 1;      // backward weight: input channels per task
   int64_t bw_cols = 1;        //   columns per im2col + GEMM step
   int64_t bw_ranges = 1;      //   batch ranges reduced through partial buffers (1 = none)
@@ -63,6 +66,7 @@ struct Scratch {
   T* col = nullptr;
   T* partials = nullptr;
   T* pack = nullptr;
+  T* wflip = nullptr;  // KernelPlan::wflip_elems
 };
 
 template <typename T>
