@@ -159,7 +159,14 @@ struct MatmulBackward final : Node {
       const Tensor a2 = av.dim() == 1 ? unsqueeze(av, 0) : av;
       const Shape& bs = input_sizes(1);
       const Shape b2 = bs.size() == 1 ? Shape{bs[0], 1} : bs;
-      gb = reshape(sum_to(matmul(transpose(a2, -1, -2), g), b2), bs);
+      if (a2.dim() > 2 && bs.size() <= 2) {
+        // b has no batch (e.g. linear on [B, T, in]): fold a's batch into its rows, one gemm
+        // [k, B·n]·[B·n, m] instead of B gemms and a sum.
+        const int64_t k = a2.size(-1), m = g.size(-1);
+        gb = reshape(matmul(transpose(reshape(a2, {-1, k}), 0, 1), reshape(g, {-1, m})), bs);
+      } else {
+        gb = reshape(sum_to(matmul(transpose(a2, -1, -2), g), b2), bs);
+      }
     }
     return {ga, gb};
   }
