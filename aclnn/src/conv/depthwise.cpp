@@ -185,4 +185,40 @@ void depthwise_backward_weight(const ConvGeometry& g, const float* x, const floa
   });
 }
 
+void depthwise_backward(const ConvGeometry& g, const float* x, const float* dy, const float* w,
+                        float* dx, float* dw) {
+  // Both gradients in one pass: task c walks the batch; for each sample its dy planes (the m
+  // output channels of group c) are read once, while hot in L1/L2, for the data gradient of
+  // dx[n, c] and for the weight-gradient sums of those channels (batch order, double).
+  const int64_t m = g.cout_g(), K = g.k_size(), S_in = g.in_size(), S_out = g.out_size();
+  constexpr int64_t kTapGroup = 128;
+  const bool fits = m * K <= kTapGroup;  // else: the separate kernels (tap sums on the stack)
+  if (!fits) {
+    depthwise_backward_data(g, dy, w, dx);
+    depthwise_backward_weight(g, x, dy, dw);
+    return;
+  }
+  parallel(g.C_in, [&](int64_t c) {
+    double total[kTapGroup];
+    std::fill(total, total + m * K, 0.0);
+    for (int64_t n = 0; n < g.N; ++n) {
+      const float* xc = x + (n * g.C_in + c) * S_in;
+      float* dxc = dx + (n * g.C_in + c) * S_in;
+      for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
+      for (int64_t j = 0; j < m; ++j) {
+        const int64_t o = c * m + j;
+        const float* dyo = dy + (n * g.C_out + o) * S_out;
+        const float* wo = w + o * K;
+        for_taps(g, [&](const Tap& tap) {
+          tap_scatter_any(dxc, dyo, wo[tap.q], tap);
+          total[j * K + tap.q] += tap_dot_any(dyo, xc, tap);
+        });
+      }
+    }
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t q = 0; q < K; ++q)
+        dw[(c * m + j) * K + q] = static_cast<float>(total[j * K + q]);
+  });
+}
+
 }  // namespace aclnn_cpu::conv

@@ -41,4 +41,9 @@ void depthwise_backward_data(const ConvGeometry& g, const float* dy, const float
 // dw [C_out, K] from x and dy.
 void depthwise_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw);
 
+// Both at once (dx and dw), reading each dy plane once: what the engine runs when both are
+// requested.
+void depthwise_backward(const ConvGeometry& g, const float* x, const float* dy, const float* w,
+                        float* dx, float* dw);
+
 }  // namespace aclnn_cpu::conv

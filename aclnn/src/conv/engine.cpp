@@ -5,6 +5,7 @@
 
 #include <tbb/task_arena.h>
 
+#include "conv/depthwise.h"
 #include "conv/kernels.h"
 #include "conv/tbc_gemm.h"
 #include "gemm/sgemm.h"
@@ -163,7 +164,19 @@ void execute(const Plan& p, char* ws) {
       }
       finish(j.out_y, p.out_y, out);
     }
-    if (bwd_data) {
+    bool fused_done = false;
+    if constexpr (std::is_same_v<T, float>) {
+      // Depthwise with both gradients: one fused pass over dy (depthwise.h).
+      T* ox = bwd_data ? buffer<T>(j.out_x, p.out_x, ws) : nullptr;
+      T* ow = bwd_weight ? buffer<T>(j.out_w, p.out_w, ws) : nullptr;
+      if (p.kernels.depthwise && ox && ow && !bias) {
+        depthwise_backward(g, x, y, w, ox, ow);
+        finish(j.out_x, p.out_x, ox);
+        finish(j.out_w, p.out_w, ow);
+        fused_done = true;
+      }
+    }
+    if (bwd_data && !fused_done) {
       T* out = buffer<T>(j.out_x, p.out_x, ws);
       if (out) {
         backward_data(g, p.kernels, y, w, out, scratch);
@@ -171,7 +184,7 @@ void execute(const Plan& p, char* ws) {
       }
       finish(j.out_x, p.out_x, out);
     }
-    if (bwd_weight) {
+    if (bwd_weight && !fused_done) {
       T* out = buffer<T>(j.out_w, p.out_w, ws);
       if (out) backward_weight(g, p.kernels, x, y, out, scratch);
       finish(j.out_w, p.out_w, out);
