@@ -51,6 +51,7 @@ struct GELUOptions {
 class GELU : public Module {
  public:
   explicit GELU(GELUOptions options = {});
+  explicit GELU(const std::string& approximate) : GELU(GELUOptions(approximate)) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   GELUOptions options;

@@ -43,7 +43,7 @@ class BatchNormNd : public Module {
   std::string extra_repr() const override;
 
   BatchNormOptions options;
-  Tensor weight, bias;                                      // undefined unless affine
+  Tensor weight, bias;                                    // undefined unless affine
   Tensor running_mean, running_var, num_batches_tracked;  // undefined unless tracking
 };
 using BatchNorm1d = BatchNormNd<1>;

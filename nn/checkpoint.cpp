@@ -49,8 +49,8 @@ class TempFile {
     while (n > 0) {
       const ssize_t w = ::write(fd_, data, n);
       if (w < 0 && errno == EINTR) continue;
-      check(w > 0, "save_safetensors: writing '", name_, "' failed: ",
-            errno_text(w < 0 ? errno : EIO));
+      check(w > 0, "save_safetensors: writing '", name_,
+            "' failed: ", errno_text(w < 0 ? errno : EIO));
       data += w;
       n -= static_cast<size_t>(w);
     }
@@ -58,8 +58,8 @@ class TempFile {
 
   // fsync + close + rename over target; the temporary file is gone afterwards either way.
   void commit(const std::string& target) {
-    check(::fsync(fd_) == 0, "save_safetensors: fsync of '", name_, "' failed: ",
-          errno_text(errno));
+    check(::fsync(fd_) == 0, "save_safetensors: fsync of '", name_,
+          "' failed: ", errno_text(errno));
     const int fd = fd_;
     fd_ = -1;
     check(::close(fd) == 0, "save_safetensors: closing '", name_, "' failed: ", errno_text(errno));
@@ -112,8 +112,7 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-void save_safetensors(const std::string& path, const TensorMap& tensors,
-                      const Metadata& metadata) {
+void save_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata) {
   check(!path.empty(), "save_safetensors: empty path");
   std::string header;
   const auto order = safetensors_detail::plan(tensors, metadata, header);  // validates first
@@ -131,8 +130,7 @@ void save_safetensors(const std::string& path, const NamedList<Tensor>& tensors,
                       const Metadata& metadata) {
   TensorMap map;
   for (const auto& [name, t] : tensors)
-    check(map.emplace(name, t).second, "save_safetensors: tensor name '", name,
-          "' appears twice");
+    check(map.emplace(name, t).second, "save_safetensors: tensor name '", name, "' appears twice");
   save_safetensors(path, map, metadata);
 }
 
@@ -170,8 +168,8 @@ CheckpointExtras load(Module& module, const std::string& path, bool strict) {
     check(names.is_array(), "load: '", path, "': metadata '", kExtraTensorsKey,
           "' must be a JSON array of tensor names, got ", it->second);
     for (const auto& n : names) {
-      check(n.is_string() && all.count(n.get<std::string>()), "load: '", path,
-            "': extra tensor ", n.dump(), " listed in the metadata is not in the file");
+      check(n.is_string() && all.count(n.get<std::string>()), "load: '", path, "': extra tensor ",
+            n.dump(), " listed in the metadata is not in the file");
       extra_names.insert(n.get<std::string>());
     }
     out.metadata.erase(it);

@@ -28,9 +28,11 @@
 // module before copying anything, so the module is untouched on any error.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "nn/module.h"
 #include "tensor/tensor.h"
@@ -59,6 +61,12 @@ void save_safetensors(const std::string& path, const TensorMap& tensors,
 /// The same for an ordered list such as Module::state_dict(); Error on a repeated name.
 void save_safetensors(const std::string& path, const NamedList<Tensor>& tensors,
                       const Metadata& metadata = {});
+/// Braced lists, {{"w", w}, {"b", b}}, resolve here (names must be distinct).
+inline void save_safetensors(const std::string& path,
+                             std::initializer_list<std::pair<const std::string, Tensor>> tensors,
+                             const Metadata& metadata = {}) {
+  save_safetensors(path, NamedList<Tensor>(tensors.begin(), tensors.end()), metadata);
+}
 /// Reads and validates a whole file (see the list above); fills *metadata when given.
 TensorMap load_safetensors(const std::string& path, Metadata* metadata = nullptr);
 

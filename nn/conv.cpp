@@ -35,8 +35,8 @@ void check_channels(const std::string& name, int64_t in, int64_t out, int64_t gr
         " and ", out);
   check(in % groups == 0, name, ": in_channels (", in, ") must be divisible by groups (", groups,
         ")");
-  check(out % groups == 0, name, ": out_channels (", out, ") must be divisible by groups (",
-        groups, ")");
+  check(out % groups == 0, name, ": out_channels (", out, ") must be divisible by groups (", groups,
+        ")");
 }
 
 // PyTorch's _ConvNd.reset_parameters: fan_in comes from the weight's dims 1..

@@ -48,8 +48,7 @@ const Tensor& ones_(const Tensor& tensor);
 /// U(-bound, bound) with bound = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a)
 /// (He et al. 2015). With a = sqrt(5) and the default leaky_relu, bound = 1 / sqrt(fan_in):
 /// the default of Linear and Conv. An empty tensor is left as is.
-const Tensor& kaiming_uniform_(const Tensor& tensor, double a = 0.0,
-                               FanMode mode = FanMode::FanIn,
+const Tensor& kaiming_uniform_(const Tensor& tensor, double a = 0.0, FanMode mode = FanMode::FanIn,
                                std::string_view nonlinearity = "leaky_relu",
                                Generator* gen = nullptr);
 /// N(0, std^2) with std = gain / sqrt(fan).

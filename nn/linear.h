@@ -26,7 +26,8 @@ struct LinearOptions {
 class Linear : public Module {
  public:
   explicit Linear(const LinearOptions& options);
-  Linear(int64_t in_features, int64_t out_features) : Linear(LinearOptions(in_features, out_features)) {}
+  Linear(int64_t in_features, int64_t out_features)
+      : Linear(LinearOptions(in_features, out_features)) {}
   /// Re-draws weight and bias with the default init, from gen (default generator when null).
   void reset_parameters(Generator* gen = nullptr);
   Tensor forward(const Tensor& input) override;

@@ -217,7 +217,8 @@ void Module::load_state_dict(const std::map<std::string, Tensor>& state, bool st
     throw Error(msg.str());
   }
   NoGradGuard no_grad;
-  for (const auto& [name, target] : own) target.copy_(state.at(name));
+  for (const auto& [name, target] : own)
+    if (const auto it = state.find(name); it != state.end()) target.copy_(it->second);
 }
 
 void Module::train(bool on) {

@@ -88,8 +88,9 @@ class Module {
   NamedList<Tensor> state_dict() const;
   /// Copies `state` into the parameters and buffers, after checking everything first: each name
   /// of state_dict() must be present (strict) with the same shape and dtype, and (strict) no
-  /// other name may be. On any error nothing is modified; messages name `source`, the tensor, expected vs
-  /// got. Values are copied in place (handles keep their identity); version counters bump.
+  /// other name may be. On any error nothing is modified; messages name `source`, the tensor,
+  /// expected vs got. Values are copied in place (handles keep their identity); version counters
+  /// bump.
   void load_state_dict(const std::map<std::string, Tensor>& state, bool strict = true,
                        const std::string& source = "state_dict");
 

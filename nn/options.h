@@ -20,15 +20,17 @@
 /// Declares an option `name` of type T: a setter `auto& name(const T&)` returning *this for
 /// chaining, a getter `const T& name() const`, and the storage `name##_` (the macro ends with
 /// the member declaration, so `ACLGRAD_ARG(int64_t, stride) = 1;` gives the default).
-#define ACLGRAD_ARG(T, name)                  \
- public:                                      \
-  auto& name(const T& new_value) {            \
-    this->name##_ = new_value;                \
-    return *this;                             \
-  }                                           \
-  const T& name() const { return name##_; }   \
-                                              \
- private:                                     \
+#define ACLGRAD_ARG(T, name)       \
+ public:                           \
+  auto& name(const T& new_value) { \
+    this->name##_ = new_value;     \
+    return *this;                  \
+  }                                \
+  const T& name() const {          \
+    return name##_;                \
+  }                                \
+                                   \
+ private:                          \
   T name##_
 
 namespace aclgrad::nn {

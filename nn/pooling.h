@@ -35,6 +35,7 @@ template <size_t D>
 class MaxPoolNd : public Module {
  public:
   explicit MaxPoolNd(const MaxPoolNdOptions<D>& options);
+  explicit MaxPoolNd(ExpandingArray<D> kernel_size) : MaxPoolNd(MaxPoolNdOptions<D>(kernel_size)) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   MaxPoolNdOptions<D> options;
@@ -64,6 +65,7 @@ template <size_t D>
 class AvgPoolNd : public Module {
  public:
   explicit AvgPoolNd(const AvgPoolNdOptions<D>& options);
+  explicit AvgPoolNd(ExpandingArray<D> kernel_size) : AvgPoolNd(AvgPoolNdOptions<D>(kernel_size)) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   AvgPoolNdOptions<D> options;
@@ -82,6 +84,8 @@ struct AdaptiveAvgPool2dOptions {
 class AdaptiveAvgPool2d : public Module {
  public:
   explicit AdaptiveAvgPool2d(const AdaptiveAvgPool2dOptions& options);
+  explicit AdaptiveAvgPool2d(ExpandingArray<2> output_size)
+      : AdaptiveAvgPool2d(AdaptiveAvgPool2dOptions(output_size)) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   AdaptiveAvgPool2dOptions options;

@@ -23,8 +23,8 @@ void Sequential::push_back(const std::string& name, std::shared_ptr<Module> modu
 
 std::shared_ptr<Module> Sequential::operator[](int64_t index) const {
   const auto n = static_cast<int64_t>(modules_.size());
-  check<IndexError>(index >= -n && index < n, "Sequential: index ", index,
-                    " is out of range for ", n, " modules");
+  check<IndexError>(index >= -n && index < n, "Sequential: index ", index, " is out of range for ",
+                    n, " modules");
   return modules_[static_cast<size_t>(index < 0 ? index + n : index)];
 }
 

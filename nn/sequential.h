@@ -24,8 +24,9 @@ class Sequential : public Module {
   Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
   /// Sequential(a, b, c) with any module types (works through std::make_shared).
   template <typename... M>
-  requires(sizeof...(M) > 0 && (std::is_base_of_v<Module, M> && ...))
-  explicit Sequential(std::shared_ptr<M>... modules) : Module("Sequential") {
+  requires(sizeof...(M) > 0 &&
+           (std::is_base_of_v<Module, M> && ...)) explicit Sequential(std::shared_ptr<M>... modules)
+      : Module("Sequential") {
     (push_back(std::move(modules)), ...);
   }
   /// Named entries: {{"conv", conv}, {"act", relu}}.
