@@ -1,0 +1,24 @@
+#include "examples/common/atomic_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace aclgrad::examples {
+
+void write_file_atomically(const std::string& path, std::string_view content) {
+  const std::string tmp = path + ".tmp";
+  auto fail = [&](const char* what) {
+    const std::string reason = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot " + std::string(what) + " '" + path + "': " + reason);
+  };
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) fail("create a temporary file for");
+  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  if (std::fclose(f) != 0 || !ok) fail("write");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename the temporary file to");
+}
+
+}  // namespace aclgrad::examples

@@ -1,0 +1,67 @@
+// The Fashion-MNIST training run: model, data, optimizer, schedule, checkpoints.
+//
+// Exact resume. Every random choice is a function of (seed, epoch) only: the shuffle order and
+// the augmentation of each batch come from the DataLoader (Generator(seed + epoch), and a
+// generator per (seed, epoch, batch)); the dropout masks come from the default generator, which
+// is re-seeded from (seed, epoch) at the start of every epoch. So the checkpoint written after
+// each epoch (weights, BatchNorm buffers, optimizer moments and step counts, scheduler position,
+// the epoch number) holds all the state there is: training N epochs straight, or k epochs then
+// --resume to N, gives bit-identical weights.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "examples/train_fashion_mnist/config.h"
+#include "examples/train_fashion_mnist/history.h"
+#include "nn/data.h"
+#include "nn/lr_scheduler.h"
+#include "nn/nn.h"
+#include "nn/optim.h"
+
+namespace aclgrad::fmnist {
+
+/// Conv(1→32)+BN+ReLU+MaxPool → Conv(32→64)+BN+ReLU+MaxPool → Flatten → Linear(3136→128)+ReLU
+/// +Dropout → Linear(128→10). Input [N, 1, 28, 28] (normalised), output logits [N, 10].
+std::shared_ptr<nn::Sequential> make_model(double dropout);
+
+/// Fashion-MNIST's per-pixel mean and standard deviation over the training images.
+inline constexpr double kMean = 0.2860, kStd = 0.3530;
+
+/// Error (std::runtime_error) naming the missing file and how to install the data set, if dir
+/// does not hold the four (Fashion-)MNIST files (plain or .gz).
+void check_data_dir(const std::string& dir);
+
+class Trainer {
+ public:
+  /// Loads the data and builds everything; with config.resume, continues from that checkpoint.
+  explicit Trainer(const Config& config);
+  /// Trains the remaining epochs (evaluating, checkpointing and writing the CSV/SVG after each).
+  /// Returns the process exit code (1 when --check-loss-decreases fails).
+  int run();
+
+  nn::Sequential& model() { return *model_; }
+  const History& history() const { return history_; }
+
+ private:
+  double train_epoch(int64_t epoch);
+  /// (mean loss, accuracy) on the test set.
+  std::pair<double, double> evaluate();
+  void save_checkpoint(int64_t epochs_done) const;
+  void load_checkpoint(const std::string& path);
+  void write_reports() const;
+
+  Config config_;
+  std::shared_ptr<nn::Sequential> model_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+  std::unique_ptr<optim::OneCycleLR> scheduler_;
+  std::unique_ptr<data::DataLoader> train_loader_, test_loader_;
+  History history_;
+  int64_t start_epoch_ = 0;  // epochs already done (from the checkpoint)
+  int64_t steps_ = 0;
+  int64_t train_size_ = 0, test_size_ = 0;
+  double seconds_ = 0;  // cumulative, carried over on resume
+  std::vector<double> batch_losses_;  // every batch loss of this process (for the loss check)
+};
+
+}  // namespace aclgrad::fmnist
