@@ -7,4 +7,4 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # kernels (about half the SGEMM throughput on AVX-512 CPUs). OpenBLAS reads it once at load time,
 # so the only place to undo it is before the program starts. See README "Performance notes".
 unset OPENBLAS_CORETYPE
-exec "$root/build/examples/aclnn/conv_backward_demo" "$@"
+exec "$root/build/examples/train_fashion_mnist/train_fashion_mnist" "$@"

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libopenblas-dev libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev libpng-dev nlohmann-json3-dev
+  zlib1g-dev libpng-dev nlohmann-json3-dev libcli11-dev
   dataset-fashion-mnist
 )
 
