@@ -155,6 +155,50 @@ TEST(Conv, GradcheckCore) {
   }
 }
 
+// Training-sized float32 problems reach libaclnn's fast float32 kernels (own GEMM, pointwise,
+// fused depthwise backward); they must agree with its float64 path (checked against the naive
+// reference above), also for a channels-last input (an NHWC buffer viewed as NCHW).
+TEST(Conv, Float32MatchesFloat64AtTrainingSizes) {
+  struct Config {
+    const char* name;
+    Shape w;
+    ConvOptions o;
+    bool transposed;
+  };
+  const std::vector<Config> configs = {
+      {"3x3 pad 1", {32, 16, 3, 3}, {.padding = 1}, false},
+      {"1x1", {32, 16, 1, 1}, {}, false},
+      {"depthwise 3x3", {16, 1, 3, 3}, {.padding = 1, .groups = 16}, false},
+      {"5x5 stride 2", {8, 16, 5, 5}, {.stride = 2, .padding = 2}, false},
+      {"transposed 4x4 stride 2", {16, 8, 4, 4}, {.stride = 2, .padding = 1}, true},
+  };
+  for (const Config& cfg : configs) {
+    for (bool channels_last : {false, true}) {
+      SCOPED_TRACE(std::string(cfg.name) + (channels_last ? " channels-last" : ""));
+      Tensor x = uniform_var({4, 20, 20, 16}, -1, 1, 50).detach().permute({0, 3, 1, 2});
+      if (!channels_last) x = x.contiguous();
+      Tensor w = uniform_var(cfg.w, -1, 1, 51).detach();
+      const Tensor b = uniform_var({cfg.transposed ? cfg.w[1] : cfg.w[0]}, -1, 1, 52).detach();
+      auto f = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb) {
+        if (!cfg.transposed) return conv2d(xx, ww, bb, cfg.o);
+        return conv_transpose2d(xx, ww, bb, {.stride = 2, .padding = 1});
+      };
+      Tensor x64 = x.detach().requires_grad_(), w64 = w.clone().requires_grad_();
+      Tensor x32 = x.to(Dtype::Float32).permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+      if (!channels_last) x32 = x32.contiguous();
+      x32.requires_grad_();
+      Tensor w32 = w.to(Dtype::Float32).requires_grad_();
+      const Tensor y64 = f(x64, w64, b), y32 = f(x32, w32, b.to(Dtype::Float32));
+      EXPECT_LE(max_abs_diff(y32, y64), 1e-4);
+      const Tensor go = uniform_var(y64.sizes(), -1, 1, 53).detach();
+      const tensor_list g64 = autograd::grad({y64}, {x64, w64}, {go});
+      const tensor_list g32 = autograd::grad({y32}, {x32, w32}, {go.to(Dtype::Float32)});
+      EXPECT_LE(max_abs_diff(g32[0], g64[0]), 1e-4);
+      EXPECT_LE(max_abs_diff(g32[1], g64[1]), 2e-3);  // sums of ~1600 products
+    }
+  }
+}
+
 // Zero copy: libaclnn reads the strided views directly; results equal the contiguous ones.
 TEST(Conv, NonContiguousInputAndWeightEqualContiguous) {
   for (bool transposed : {false, true}) {
