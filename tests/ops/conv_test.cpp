@@ -3,7 +3,6 @@
 // output mask, empty batches, unbatched inputs, conv_tbc, and the error paths.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "ops/ops.h"
@@ -14,6 +13,9 @@ namespace aclgrad {
 namespace {
 
 using autograd::tensor_list;
+using testing::conv_nd;
+using testing::conv_transpose_nd;
+using testing::join;
 using testing::max_abs_diff;
 using testing::message_of;
 using testing::naive_conv;
@@ -21,35 +23,9 @@ using testing::naive_conv_tbc;
 using testing::ref_conv;
 using testing::RefConv;
 using testing::scattered;
+using testing::ScopedEnv;
+using testing::spatial;
 using testing::uniform_var;
-
-// Expects `part` inside `text` (gmock's HasSubstr without gmock).
-#define EXPECT_CONTAINS(text, part)                                    \
-  do {                                                                 \
-    const std::string text_ = (text);                                  \
-    EXPECT_NE(text_.find(part), std::string::npos) << "in: " << text_; \
-  } while (0)
-
-Tensor conv_nd(int64_t nd, const Tensor& x, const Tensor& w, const Tensor& b,
-               const ConvOptions& o) {
-  return nd == 1 ? conv1d(x, w, b, o) : nd == 2 ? conv2d(x, w, b, o) : conv3d(x, w, b, o);
-}
-Tensor conv_transpose_nd(int64_t nd, const Tensor& x, const Tensor& w, const Tensor& b,
-                         const ConvTransposeOptions& o) {
-  return nd == 1   ? conv_transpose1d(x, w, b, o)
-         : nd == 2 ? conv_transpose2d(x, w, b, o)
-                   : conv_transpose3d(x, w, b, o);
-}
-
-Shape spatial(int64_t nd, int64_t first) {
-  Shape s;
-  for (int64_t i = 0; i < nd; ++i) s.push_back(first - i);  // e.g. 2d: [6, 5]
-  return s;
-}
-Shape cat(Shape a, const Shape& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 void expect_gradcheck(const std::function<Tensor(const tensor_list&)>& fn,
                       const tensor_list& inputs) {
@@ -61,15 +37,15 @@ TEST(Conv, ForwardMatchesNaiveReference) {
     for (const Dtype dtype : {Dtype::Float64, Dtype::Float32}) {
       SCOPED_TRACE("nd " + std::to_string(nd) + " " + dtype_name(dtype));
       const double tol = dtype == Dtype::Float64 ? 1e-12 : 1e-5;
-      const Tensor x = uniform_var(cat({2, 6}, spatial(nd, 7)), -1, 1, 1).detach();
-      const Tensor w = uniform_var(cat({6, 2}, Shape(nd, 3)), -1, 1, 2).detach();
+      const Tensor x = uniform_var(join({2, 6}, spatial(nd, 7)), -1, 1, 1).detach();
+      const Tensor w = uniform_var(join({6, 2}, Shape(nd, 3)), -1, 1, 2).detach();
       const Tensor b = uniform_var({6}, -1, 1, 3).detach();
       const Tensor y = conv_nd(nd, x.to(dtype), w.to(dtype), b.to(dtype),
                                {.stride = 2, .padding = 1, .dilation = 2, .groups = 3});
       EXPECT_EQ(y.dtype(), dtype);
       EXPECT_LE(max_abs_diff(y, naive_conv(x, w, b, ref_conv(nd, 2, 1, 2, 3))), tol);
 
-      const Tensor wt = uniform_var(cat({6, 2}, Shape(nd, 3)), -1, 1, 4).detach();
+      const Tensor wt = uniform_var(join({6, 2}, Shape(nd, 3)), -1, 1, 4).detach();
       const Tensor bt = uniform_var({6}, -1, 1, 5).detach();
       const Tensor yt = conv_transpose_nd(
           nd, x.to(dtype), wt.to(dtype), bt.to(dtype),
@@ -97,17 +73,17 @@ TEST(Conv, SamePaddingPutsTheOddElementOnTheRight) {
   for (int64_t nd = 1; nd <= 3; ++nd) {
     SCOPED_TRACE("nd " + std::to_string(nd));
     const Shape in = spatial(nd, 6);
-    const Tensor x = uniform_var(cat({2, 3}, in), -1, 1, 8).detach();
+    const Tensor x = uniform_var(join({2, 3}, in), -1, 1, 8).detach();
     Shape k = {4, 3, 2};  // totals 3 (odd), 2 and 1 (odd) with dilation 1
     k.resize(static_cast<size_t>(nd));
-    const Tensor w = uniform_var(cat({2, 3}, k), -1, 1, 9).detach();
+    const Tensor w = uniform_var(join({2, 3}, k), -1, 1, 9).detach();
     RefConv r = ref_conv(nd, 1, 0, 1, 1);
     for (int64_t i = 0; i < nd; ++i) {
       r.pad_left[i] = (k[i] - 1) / 2;
       r.pad_right[i] = (k[i] - 1) - r.pad_left[i];
     }
     const Tensor y = conv_nd(nd, x, w, Tensor(), {.padding = "same"});
-    EXPECT_EQ(y.sizes(), cat({2, 2}, in));
+    EXPECT_EQ(y.sizes(), join({2, 2}, in));
     EXPECT_LE(max_abs_diff(y, naive_conv(x, w, Tensor(), r)), 1e-12);
     // "valid" is no padding.
     EXPECT_LE(max_abs_diff(conv_nd(nd, x, w, Tensor(), {.padding = "valid"}),
@@ -121,8 +97,8 @@ TEST(Conv, SamePaddingGradcheckAsymmetric1d2d3d) {
     SCOPED_TRACE("nd " + std::to_string(nd));
     Shape k = {2, 3, 2};
     k.resize(static_cast<size_t>(nd));
-    Tensor x = uniform_var(cat({2, 3}, spatial(nd, 5)), -1, 1, 10);
-    Tensor w = uniform_var(cat({3, 1}, k), -1, 1, 11);
+    Tensor x = uniform_var(join({2, 3}, spatial(nd, 5)), -1, 1, 10);
+    Tensor w = uniform_var(join({3, 1}, k), -1, 1, 11);
     Tensor b = uniform_var({3}, -1, 1, 12);
     expect_gradcheck(
         [nd](const tensor_list& in) {
@@ -136,8 +112,8 @@ TEST(Conv, GradcheckCore) {
   for (int64_t nd = 1; nd <= 3; ++nd) {
     SCOPED_TRACE("nd " + std::to_string(nd));
     const Shape sp = nd == 3 ? Shape{4, 5, 4} : spatial(nd, 6);
-    Tensor x = uniform_var(cat({2, 6}, sp), -1, 1, 13);
-    Tensor w = uniform_var(cat({3, 2}, Shape(nd, 2)), -1, 1, 14);
+    Tensor x = uniform_var(join({2, 6}, sp), -1, 1, 13);
+    Tensor w = uniform_var(join({3, 2}, Shape(nd, 2)), -1, 1, 14);
     Tensor b = uniform_var({3}, -1, 1, 15);
     expect_gradcheck(
         [nd](const tensor_list& in) {
@@ -145,7 +121,7 @@ TEST(Conv, GradcheckCore) {
                          {.stride = 2, .padding = 1, .dilation = 2, .groups = 3});
         },
         {x, w, b});
-    Tensor wt = uniform_var(cat({6, 1}, Shape(nd, 2)), -1, 1, 16);
+    Tensor wt = uniform_var(join({6, 1}, Shape(nd, 2)), -1, 1, 16);
     expect_gradcheck(
         [nd](const tensor_list& in) {
           return conv_transpose_nd(nd, in[0], in[1], in[2],
@@ -284,8 +260,8 @@ TEST(Conv, EmptyBatch) {
   for (int64_t nd = 1; nd <= 3; ++nd) {
     SCOPED_TRACE("nd " + std::to_string(nd));
     for (bool transposed : {false, true}) {
-      Tensor x = uniform_var(cat({0, 3}, spatial(nd, 5)), -1, 1, 26);
-      Tensor w = uniform_var(cat({3, 1}, Shape(nd, 2)), -1, 1, 27);
+      Tensor x = uniform_var(join({0, 3}, spatial(nd, 5)), -1, 1, 26);
+      Tensor w = uniform_var(join({3, 1}, Shape(nd, 2)), -1, 1, 27);
       Tensor b = uniform_var({3}, -1, 1, 28);
       Tensor y = transposed ? conv_transpose_nd(nd, x, w, b, {.stride = 2, .groups = 3})
                             : conv_nd(nd, x, w, b, {.padding = 1, .groups = 3});
@@ -458,21 +434,6 @@ TEST(ConvErrors, ArgumentsAreCheckedWithPyTorchStyleMessages) {
             "conv_tbc: input of shape [5, 2, 3] with pad 0 is too short for kernel size 7 (T + 2 "
             "* pad + 1 - K = -1 must be >= 1)");
 }
-
-// Sets an environment variable for a scope (restoring the previous value).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 AclnnError aclnn_error_of(const std::function<void()>& f) {
   try {

@@ -1,16 +1,64 @@
 // Helpers of the convolution tests: a naive float64 convolution written from the formula
-// (independent of libaclnn), and non-contiguous copies of tensors.
+// (independent of libaclnn), non-contiguous copies of tensors, and small conveniences.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "ops/ops.h"
 #include "tests/ops/ops_test_util.h"
 
+// Expects `part` inside `text` (gmock's HasSubstr without gmock); evaluates text once.
+#define EXPECT_CONTAINS(text, part)                                    \
+  do {                                                                 \
+    const std::string text_ = (text);                                  \
+    EXPECT_NE(text_.find(part), std::string::npos) << "in: " << text_; \
+  } while (0)
+
 namespace aclgrad::testing {
+
+/// conv{nd}d / conv_transpose{nd}d by rank.
+inline Tensor conv_nd(int64_t nd, const Tensor& x, const Tensor& w, const Tensor& b,
+                      const ConvOptions& o) {
+  return nd == 1 ? conv1d(x, w, b, o) : nd == 2 ? conv2d(x, w, b, o) : conv3d(x, w, b, o);
+}
+inline Tensor conv_transpose_nd(int64_t nd, const Tensor& x, const Tensor& w, const Tensor& b,
+                                const ConvTransposeOptions& o) {
+  return nd == 1   ? conv_transpose1d(x, w, b, o)
+         : nd == 2 ? conv_transpose2d(x, w, b, o)
+                   : conv_transpose3d(x, w, b, o);
+}
+
+/// nd spatial sizes counting down from first, e.g. 2d: [6, 5].
+inline Shape spatial(int64_t nd, int64_t first) {
+  Shape s;
+  for (int64_t i = 0; i < nd; ++i) s.push_back(first - i);
+  return s;
+}
+/// a followed by b.
+inline Shape join(Shape a, const Shape& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+/// Sets an environment variable for a scope (restoring the previous value).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
 
 /// Geometry of a reference convolution; every vector has one entry per spatial dim.
 struct RefConv {
