@@ -1,5 +1,6 @@
 // Adam and AdamW: PyTorch 1.13's _single_tensor_adam / _single_tensor_adamw, same order of
 // operations (each PyTorch tensor op becomes one rounding in the parameter's type here).
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/grad_mode.h"
@@ -70,32 +71,69 @@ void adam_update(const Tensor& p, const Tensor& grad, const Tensor& m, const Ten
   const T decay = static_cast<T>(1 - a.lr * a.weight_decay);  // AdamW
   const bool coupled = !a.decoupled && a.weight_decay != 0, maximize = a.maximize;
   const bool decoupled = a.decoupled;  // PyTorch multiplies even when weight_decay == 0
-  auto moments = [&](T& x, T& g, T& m_, T& v_) {
+  auto moments = [=](T& x, T& g, T& m_, T& v_) {
     if (maximize) g = -g;
     if (decoupled) x = x * decay;
     if (coupled) g = g + wd * x;
     m_ = m_ * beta1 + one_minus_beta1 * g;
     v_ = v_ * beta2 + one_minus_beta2 * g * g;  // addcmul: (value * g) * g
   };
-  auto apply = [&](T& x, T m_, T vhat) {
-    const T denom = std::sqrt(vhat) / bc2_sqrt + eps;
+  auto apply_root = [=](T& x, T m_, T root) {  // root = sqrt(v) (or sqrt(max v))
+    const T denom = root / bc2_sqrt + eps;
     x = x + neg_step_size * m_ / denom;  // addcdiv: (value * m) / denom
   };
-  if (a.amsgrad) {
+  const bool amsgrad = a.amsgrad;
+  const bool contiguous = p.is_contiguous() && grad.is_contiguous() && m.is_contiguous() &&
+                          v.is_contiguous() && (!amsgrad || vmax.is_contiguous());
+  if (contiguous) {
+    // Blocks: moments (vectorised), sqrt of the block (detail::sqrt_in_place, vectorised), then
+    // the update (vectorised). Same operations, same order, as the element loop below.
+    T* x = p.data_ptr<T>();
+    const T* g = grad.data_ptr<T>();
+    T* m_ = m.data_ptr<T>();
+    T* v_ = v.data_ptr<T>();
+    T* vm = amsgrad ? vmax.data_ptr<T>() : nullptr;
+    constexpr int64_t kBlock = 256;
+    alignas(64) T root[kBlock];
+    for (int64_t start = 0, n = p.numel(); start < n; start += kBlock) {
+      const int64_t len = std::min(kBlock, n - start);
+      T* xb = x + start;
+      T* mb = m_ + start;
+      T* vb = v_ + start;
+      const T* gb = g + start;
+      if (amsgrad) {
+        T* vmb = vm + start;
+        for (int64_t i = 0; i < len; ++i) {
+          T gi = gb[i];
+          moments(xb[i], gi, mb[i], vb[i]);
+          vmb[i] = std::max(vmb[i], vb[i]);
+          root[i] = vmb[i];
+        }
+      } else {
+        for (int64_t i = 0; i < len; ++i) {
+          T gi = gb[i];
+          moments(xb[i], gi, mb[i], vb[i]);
+          root[i] = vb[i];
+        }
+      }
+      detail::sqrt_in_place(root, len);
+      for (int64_t i = 0; i < len; ++i) apply_root(xb[i], mb[i], root[i]);
+    }
+  } else if (amsgrad) {
     detail::for_each_param_element<T>(
         p, grad,
-        [&](T& x, T g, T& m_, T& v_, T& vm) {
+        [=](T& x, T g, T& m_, T& v_, T& vm) {
           moments(x, g, m_, v_);
           vm = std::max(vm, v_);
-          apply(x, m_, vm);
+          apply_root(x, m_, std::sqrt(vm));
         },
         m, v, vmax);
   } else {
     detail::for_each_param_element<T>(
         p, grad,
-        [&](T& x, T g, T& m_, T& v_) {
+        [=](T& x, T g, T& m_, T& v_) {
           moments(x, g, m_, v_);
-          apply(x, m_, v_);
+          apply_root(x, m_, std::sqrt(v_));
         },
         m, v);
   }

@@ -43,7 +43,7 @@ void sgd_update(const Tensor& p, const Tensor& grad, Tensor* buf, bool first, do
   const T momentum = static_cast<T>(momentum_d), keep = static_cast<T>(1 - dampening_d);
   const bool decay = wd_d != 0;
   if (buf == nullptr) {  // plain SGD
-    detail::for_each_param_element<T>(p, grad, [&](T& x, T g) {
+    detail::for_each_param_element<T>(p, grad, [=](T& x, T g) {
       if (maximize) g = -g;
       if (decay) g = g + wd * x;
       x = x + neg_lr * g;
@@ -51,7 +51,7 @@ void sgd_update(const Tensor& p, const Tensor& grad, Tensor* buf, bool first, do
   } else {
     detail::for_each_param_element<T>(
         p, grad,
-        [&](T& x, T g, T& b) {
+        [=](T& x, T g, T& b) {
           if (maximize) g = -g;
           if (decay) g = g + wd * x;
           b = first ? g : b * momentum + keep * g;  // first step: buf = clone(g), no dampening

@@ -9,6 +9,7 @@
 #include "nn/optim.h"
 #include "ops/ops.h"
 #include "tensor/creation.h"
+#include "tensor/random.h"
 
 namespace aclgrad::optim {
 namespace {
@@ -163,6 +164,32 @@ TEST(AdamW, DecoupledWeightDecay) {
 }
 TEST(AdamW, DecoupledWeightDecayAmsgrad) {
   check_adam({.lr = 0.1, .beta2 = 0.5, .weight_decay = 0.5, .amsgrad = true}, true);
+}
+
+// The contiguous path works in blocks with a vectorised sqrt; the strided path element by
+// element. Both must give the same bits (600 elements: several blocks plus a ragged tail).
+TEST(Adam, ContiguousBlocksMatchTheStridedPath) {
+  for (Dtype dtype : {Dtype::Float32, Dtype::Float64}) {
+    for (bool amsgrad : {false, true}) {
+      Generator gen(17);
+      const Tensor init = randn({2, 300}, dtype, &gen);
+      Tensor a = init.clone();
+      a.requires_grad_();
+      Tensor b = init.t().contiguous().detach().t();  // same values, strides [1, 2]
+      b.requires_grad_();
+      ASSERT_FALSE(b.is_contiguous());
+      Adam oa({a}, {.lr = 0.01, .weight_decay = 0.1, .amsgrad = amsgrad});
+      Adam ob({b}, {.lr = 0.01, .weight_decay = 0.1, .amsgrad = amsgrad});
+      for (int t = 0; t < 3; ++t) {
+        const Tensor g = randn({2, 300}, dtype, &gen);
+        a.set_grad(g);
+        b.set_grad(g);
+        oa.step();
+        ob.step();
+      }
+      EXPECT_EQ(a.to_vector<double>(), b.to_vector<double>());
+    }
+  }
 }
 
 TEST(Adam, FirstStepMovesEachElementByLr) {
