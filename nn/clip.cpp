@@ -23,16 +23,50 @@ std::vector<Tensor> defined_grads(const std::vector<Tensor>& params, const char*
   return grads;
 }
 
-// Calls f(double |x|) for every element of g.
-template <typename F>
-void for_each_abs(const Tensor& g, F f) {
-  dispatch_floating_dtype(g.dtype(), "clip_grad_norm_", [&]<typename T>() {
-    for_each_strided(g, {}, [&](int64_t n, char* p, const char* const*, const int64_t* s) {
-      for (int64_t i = 0; i < n; ++i) {
-        f(std::abs(static_cast<double>(*reinterpret_cast<const T*>(p + i * s[0]))));
+enum class Norm { Two, Inf, P };
+
+// The norm's accumulation over g in double: sum of squares (Two), max |x| (Inf, NaN if any
+// element is NaN) or sum of |x|^p (P). Contiguous runs use independent partial sums so the
+// additions pipeline (and vectorise).
+template <typename T>
+double accumulate(const Tensor& g, Norm kind, double p) {
+  double total = 0;
+  bool nan = false;
+  for_each_strided(g, {}, [&](int64_t n, char* base, const char* const*, const int64_t* s) {
+    auto at = [&](int64_t i) {
+      return static_cast<double>(*reinterpret_cast<const T*>(base + i * s[0]));
+    };
+    if (kind == Norm::Two && s[0] == sizeof(T)) {
+      const T* x = reinterpret_cast<const T*>(base);
+      constexpr int64_t kLanes = 8;
+      double part[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= n; i += kLanes) {
+        for (int64_t k = 0; k < kLanes; ++k) {
+          const double v = static_cast<double>(x[i + k]);
+          part[k] += v * v;
+        }
       }
-    });
+      for (; i < n; ++i) total += at(i) * at(i);
+      for (double v : part) total += v;
+    } else if (kind == Norm::Two) {
+      for (int64_t i = 0; i < n; ++i) total += at(i) * at(i);
+    } else if (kind == Norm::Inf) {
+      for (int64_t i = 0; i < n; ++i) {
+        const double a = std::abs(at(i));
+        nan |= a != a;
+        total = a > total ? a : total;
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) total += std::pow(std::abs(at(i)), p);
+    }
   });
+  return nan ? NAN : total;
+}
+
+double accumulate(const Tensor& g, Norm kind, double p) {
+  return g.dtype() == Dtype::Float64 ? accumulate<double>(g, kind, p)
+                                     : accumulate<float>(g, kind, p);
 }
 
 // g = op(g) in place, element by element in g's type.
@@ -57,16 +91,14 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   double total = 0;
   if (std::isinf(norm_type)) {
     for (const Tensor& g : grads) {
-      for_each_abs(g, [&](double a) {
-        total = std::isnan(a) || std::isnan(total) ? NAN : std::max(total, a);
-      });
+      const double m = accumulate(g, Norm::Inf, 0);
+      total = std::isnan(m) || std::isnan(total) ? NAN : std::max(total, m);
     }
   } else if (norm_type == 2) {
-    for (const Tensor& g : grads) for_each_abs(g, [&](double a) { total += a * a; });
+    for (const Tensor& g : grads) total += accumulate(g, Norm::Two, 2);
     total = std::sqrt(total);
   } else {
-    for (const Tensor& g : grads)
-      for_each_abs(g, [&](double a) { total += std::pow(a, norm_type); });
+    for (const Tensor& g : grads) total += accumulate(g, Norm::P, norm_type);
     total = std::pow(total, 1 / norm_type);
   }
   check(!error_if_nonfinite || std::isfinite(total), "clip_grad_norm_: the total norm of order ",

@@ -68,6 +68,17 @@ TEST(ClipGradNorm, Float32AndNonContiguousGradients) {
             (std::vector<float>{1 * coef, 3 * coef, 2 * coef, 4 * coef}));
 }
 
+TEST(ClipGradNorm, LongGradientsUseEveryElement) {
+  Vec g(101);
+  for (int i = 0; i < 101; ++i) g[i] = i;  // sum of squares 0..100 = 338350
+  for (Dtype dtype : {Dtype::Float64, Dtype::Float32}) {
+    Tensor a = with_grad(g, dtype);
+    EXPECT_DOUBLE_EQ(clip_grad_norm_({a}, 1e9), std::sqrt(338350.0));
+    EXPECT_DOUBLE_EQ(clip_grad_norm_({a}, 1e9, kInfNorm), 100.0);
+    EXPECT_DOUBLE_EQ(clip_grad_norm_({a}, 1e9, 1.0), 5050.0);
+  }
+}
+
 TEST(ClipGradNorm, SkipsParametersWithoutGradients) {
   Tensor none = zeros({3});
   none.requires_grad_();
