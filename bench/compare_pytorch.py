@@ -3,7 +3,7 @@
 
 For every case (the same list as bench/cases.cpp), each round runs our benchmark binary on that
 case alone (Google Benchmark, JSON) and then PyTorch's `torch.ops.aten.convolution_backward`
-(all three outputs) or `aten::_conv_tbc_backward`, both with the same thread count, so the two
+(all three outputs) or `aten::conv_tbc_backward`, both with the same thread count, so the two
 see the same machine state. Prints per-case medians over the rounds, the ratio ours / PyTorch
 and the geometric means.
 
@@ -74,7 +74,7 @@ def torch_runner(c, threads):
     X, W, GY = rnd(x), rnd(w), rnd(out_shape(c))
     if tbc:
         B = rnd([w[2]])
-        return lambda: torch.ops.aten._conv_tbc_backward(GY, X, W, B, p[0])
+        return lambda: torch.ops.aten.conv_tbc_backward(GY, X, W, B, p[0])
     bias_sizes = [w[1] * g if tr else w[0]]
     return lambda: torch.ops.aten.convolution_backward(
         GY, X, W, bias_sizes, s, p, d, tr, op, g, [True, True, True])

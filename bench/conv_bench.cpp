@@ -7,6 +7,7 @@
 // its executor's arena from the calling arena), so `--threads=1` gives the scaling baseline under
 // the same benchmark names. Other flags go to Google Benchmark (e.g. --benchmark_format=json).
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 #include <tbb/task_arena.h>
 
 #include <chrono>
@@ -71,6 +72,12 @@ std::vector<int64_t> output_shape(const Case& c) {
   return y;
 }
 
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
 void check_ok(aclnnStatus s, const char* what) {
   if (s != ACLNN_SUCCESS)
     throw std::runtime_error(std::string(what) + " failed: " + std::to_string(s) + " " +
@@ -123,6 +130,9 @@ void run_case(benchmark::State& state, const Case& c) {
   // Wall time of the loop, measured here: the work runs on TBB threads, so Google Benchmark's
   // CPU time (of this thread) is not the right denominator, and UseRealTime() would rename the
   // benchmarks ("name/real_time"); the names must stay exactly the case names.
+  // Minor page faults of the whole process during the loop (phase 2 must allocate nothing; a
+  // fresh allocation per call would show up here as faults on every iteration).
+  const long faults_before = minor_faults();
   const auto start = std::chrono::steady_clock::now();
   try {
     for (auto _ : state) {
@@ -139,6 +149,8 @@ void run_case(benchmark::State& state, const Case& c) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double flops = 4.0 * static_cast<double>(aclbench::macs_per_gradient(c, y_shape));
   state.counters["GFLOPS"] = flops * 1e-9 * static_cast<double>(state.iterations()) / wall;
+  state.counters["page_faults_per_iter"] =
+      static_cast<double>(minor_faults() - faults_before) / static_cast<double>(state.iterations());
   state.counters["wall_ms"] = wall * 1e3 / static_cast<double>(state.iterations());
   state.counters["workspace_bytes"] = static_cast<double>(ws_size);
   int64_t largest = 0;
