@@ -128,9 +128,11 @@ IdxData read_idx(const std::string& path, int64_t expected_ndim) {
   for (int d = 0; d < ndim; ++d) {
     const uint32_t s = big_endian(&header[4 * d]);
     out.sizes.push_back(s);
+    // Checked before multiplying, so the product cannot overflow.
+    constexpr uint64_t kMaxElements = uint64_t{1} << 40;
+    check(s == 0 || count <= kMaxElements / s, "read_idx: '", path, "': header sizes ", out.sizes,
+          "... hold more than 2^40 elements");
     count *= s;
-    check(count <= (uint64_t{1} << 40), "read_idx: '", path, "': sizes ", out.sizes,
-          " are too large");
   }
   const uint64_t header_bytes = 4 + header.size();
   std::ostringstream what;
@@ -147,7 +149,7 @@ IdxData read_idx(const std::string& path, int64_t expected_ndim) {
           " unexpected bytes after the data: ", what.str(), ", found ", size - header_bytes);
   }
   // Grow while reading, so a corrupt header claiming terabytes does not allocate them.
-  out.bytes.resize(std::min<uint64_t>(count, uint64_t{1} << 26));
+  out.bytes.resize(std::min<uint64_t>(count, uint64_t{1} << 24));
   uint64_t done = 0;
   while (done < count) {
     if (out.bytes.size() < count && done == out.bytes.size()) {

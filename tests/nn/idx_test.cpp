@@ -184,6 +184,15 @@ TEST_F(IdxTest, CorruptGzipStream) {
   expect_error(write("crc.gz", bad), {"corrupt or truncated gzip stream"});
 }
 
+TEST_F(IdxTest, AbsurdSizesFailWithoutAllocatingThem) {
+  expect_error(write("huge", idx_file(0x08, {65535, 65535, 65535}, {})), {"more than 2^40"});
+  const Bytes big = idx_file(0x08, {1024, 1024, 1024}, pattern(10));
+  expect_error(write("big", big), {"truncated", "promises 1073741824 data bytes", "found 10"});
+  const std::string gz = gzip("big2", big);
+  if (gz.empty()) GTEST_SKIP() << "gzip tool not available";
+  expect_error(gz, {"truncated", "promises 1073741824 data bytes", "found 10"});
+}
+
 TEST_F(IdxTest, MissingFile) {
   const std::string path = (dir_ / "nope.gz").string();
   expect_error(path, {"cannot open", "No such file"});
