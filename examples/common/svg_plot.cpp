@@ -13,10 +13,14 @@ namespace {
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -65,7 +69,8 @@ void render_chart(std::ostringstream& out, const Chart& chart, double ox, int w,
   const double left = ox + 62, right = ox + w - 16, top = 34, bottom = h - 48;
   Range xr, yr;
   for (const Series& s : chart.series) {
-    for (size_t i = 0; i < std::min(s.xs.size(), s.ys.size()); ++i) xr.add(s.xs[i]), yr.add(s.ys[i]);
+    for (size_t i = 0; i < std::min(s.xs.size(), s.ys.size()); ++i)
+      xr.add(s.xs[i]), yr.add(s.ys[i]);
   }
   xr.finish(false);
   yr.finish(true);

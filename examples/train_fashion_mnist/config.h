@@ -11,8 +11,8 @@ namespace aclgrad::fmnist {
 struct Config {
   // Data.
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  int64_t limit_train = 0;  // 0 = all 60000
-  int64_t limit_test = 0;   // 0 = all 10000
+  int64_t limit_train = 0;       // 0 = all 60000
+  int64_t limit_test = 0;        // 0 = all 10000
   std::string augment = "flip";  // none | flip | crop | crop+flip
   // Optimisation.
   int64_t epochs = 4;
@@ -23,11 +23,11 @@ struct Config {
   uint64_t seed = 1;
   // Run control (not part of the training trajectory).
   std::string out_dir = "runs/fashion_mnist";
-  std::string resume;     // checkpoint to continue from ("" = fresh start)
-  int64_t stop_after = 0; // stop after this many epochs (simulated interruption); 0 = never
-  int threads = 0;        // 0 = all hardware threads
+  std::string resume;      // checkpoint to continue from ("" = fresh start)
+  int64_t stop_after = 0;  // stop after this many epochs (simulated interruption); 0 = never
+  int threads = 0;         // 0 = all hardware threads
   bool check_loss_decreases = false;
-  bool quiet = false;     // no progress bar
+  bool quiet = false;  // no progress bar
 };
 
 /// The settings that determine the training trajectory, as checkpoint metadata "config.<name>".

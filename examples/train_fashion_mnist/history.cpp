@@ -46,10 +46,14 @@ std::string History::svg() const {
     test.xs.push_back(x), test.ys.push_back(r.test_loss);
     acc.xs.push_back(x), acc.ys.push_back(100 * r.test_acc);
   }
-  Chart loss{.title = "Fashion-MNIST loss", .x_label = "epoch", .y_label = "cross-entropy",
+  Chart loss{.title = "Fashion-MNIST loss",
+             .x_label = "epoch",
+             .y_label = "cross-entropy",
              .series = {curve, train, test}};
-  Chart accuracy{.title = "Fashion-MNIST test accuracy", .x_label = "epoch",
-                 .y_label = "accuracy (%)", .series = {acc}};
+  Chart accuracy{.title = "Fashion-MNIST test accuracy",
+                 .x_label = "epoch",
+                 .y_label = "accuracy (%)",
+                 .series = {acc}};
   return examples::render_svg({loss, accuracy});
 }
 
@@ -77,9 +81,8 @@ History History::parse(const std::map<std::string, std::string>& metadata) {
   for (std::string line; std::getline(rows, line);) {
     EpochRecord r;
     long long epoch = 0, step = 0;
-    if (std::sscanf(line.c_str(), "%lld,%lld,%lf,%lf,%lf,%lf,%lf,%lf", &epoch, &step,
-                    &r.train_loss, &r.test_loss, &r.test_acc, &r.lr, &r.seconds,
-                    &r.samples_per_second) != 8) {
+    if (std::sscanf(line.c_str(), "%lld,%lld,%lf,%lf,%lf,%lf,%lf,%lf", &epoch, &step, &r.train_loss,
+                    &r.test_loss, &r.test_acc, &r.lr, &r.seconds, &r.samples_per_second) != 8) {
       throw std::runtime_error("malformed history.epochs row '" + line + "'");
     }
     r.epoch = epoch, r.step = step;

@@ -57,24 +57,32 @@ int main(int argc, char** argv) {
   std::vector<std::string> compare;
   int64_t profile_batches = 0;
 
-  CLI::App app{"Trains a small CNN (2 conv + BN + max-pool, 2 linear) on Fashion-MNIST with "
-               "AdamW and a one-cycle schedule. Progress on stderr, one summary line per epoch "
-               "on stdout; metrics.csv, curves.svg and checkpoint.safetensors in --out after "
-               "every epoch.",
-               "train_fashion_mnist"};
+  CLI::App app{
+      "Trains a small CNN (2 conv + BN + max-pool, 2 linear) on Fashion-MNIST with "
+      "AdamW and a one-cycle schedule. Progress on stderr, one summary line per epoch "
+      "on stdout; metrics.csv, curves.svg and checkpoint.safetensors in --out after "
+      "every epoch.",
+      "train_fashion_mnist"};
   app.add_option("--data", c.data_dir, "Directory with the (Fashion-)MNIST IDX files (.gz or not)")
       ->capture_default_str();
-  app.add_option("--epochs", c.epochs, "Epochs to train")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--epochs", c.epochs, "Epochs to train")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   app.add_option("--batch-size", c.batch_size, "Training batch size")
-      ->capture_default_str()->check(CLI::Range(1, 65536));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
   app.add_option("--lr", c.lr, "Peak learning rate of the one-cycle schedule")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--weight-decay", c.weight_decay, "AdamW decoupled weight decay")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--dropout", c.dropout, "Dropout before the last layer")
-      ->capture_default_str()->check(CLI::Range(0.0, 0.99));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.99));
   app.add_option("--augment", c.augment, "Training augmentation")
-      ->capture_default_str()->check(CLI::IsMember({"none", "flip", "crop", "crop+flip"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "flip", "crop", "crop+flip"}));
   app.add_option("--seed", c.seed, "Seed of the initial weights, shuffling, augmentation, dropout")
       ->capture_default_str();
   app.add_option("--out", c.out_dir, "Output directory (metrics.csv, curves.svg, checkpoint)")
@@ -106,8 +114,8 @@ int main(int argc, char** argv) {
     if (!compare.empty()) return compare_checkpoints(compare[0], compare[1]);
     std::unique_ptr<tbb::global_control> threads;
     if (c.threads > 0) {
-      threads = std::make_unique<tbb::global_control>(
-          tbb::global_control::max_allowed_parallelism, static_cast<size_t>(c.threads));
+      threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                      static_cast<size_t>(c.threads));
     }
     if (profile_batches > 0) return fmnist::run_profile(c, profile_batches);
     fmnist::Trainer trainer(c);

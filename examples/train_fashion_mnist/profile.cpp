@@ -49,13 +49,13 @@ int run_profile(const Config& config, int64_t batches) {
   check_data_dir(config.data_dir);
   auto train = std::make_shared<data::TensorDataset>(data::load_mnist(config.data_dir, true));
   data::DataLoader loader(
-      train, {.batch_size = config.batch_size,
-              .shuffle = true,
-              .seed = config.seed,
-              .prefetch = 0,  // synchronous, so "data" is the real cost of making a batch
-              .transform = data::transforms::compose(
-                  {data::transforms::RandomHorizontalFlip(),
-                   data::transforms::Normalize({kMean}, {kStd})})});
+      train,
+      {.batch_size = config.batch_size,
+       .shuffle = true,
+       .seed = config.seed,
+       .prefetch = 0,  // synchronous, so "data" is the real cost of making a batch
+       .transform = data::transforms::compose({data::transforms::RandomHorizontalFlip(),
+                                               data::transforms::Normalize({kMean}, {kStd})})});
   manual_seed(config.seed);
   auto model = make_model(config.dropout);
   optim::AdamWOptions adam;
@@ -101,9 +101,10 @@ int run_profile(const Config& config, int64_t batches) {
     std::printf("  %-10s %8.2f wall %8.2f cpu  %5.1f%% of cpu\n", k, phase[k].wall / n,
                 phase[k].cpu / n, 100 * phase[k].cpu / total.cpu);
   }
-  std::printf("  %-10s %8.2f wall %8.2f cpu  -> %.0f samples/s (wall), %.0f samples per CPU-second\n",
-              "total", total.wall / n, total.cpu / n, 1000.0 * bs * n / total.wall,
-              1000.0 * bs * n / total.cpu);
+  std::printf(
+      "  %-10s %8.2f wall %8.2f cpu  -> %.0f samples/s (wall), %.0f samples per CPU-second\n",
+      "total", total.wall / n, total.cpu / n, 1000.0 * bs * n / total.wall,
+      1000.0 * bs * n / total.cpu);
 
   // 2. Layer by layer: forward, then backward of that layer alone with a random gradient.
   std::printf("per layer (forward / backward, ms per batch of %lld):\n",
@@ -135,8 +136,8 @@ int run_profile(const Config& config, int64_t batches) {
     std::string name = layer->repr();
     if (name.size() > 44) name = name.substr(0, 41) + "...";
     std::printf("  %-2lld %-44s wall %7.2f / %7.2f  cpu %7.2f / %7.2f\n",
-                static_cast<long long>(index - 1), name.c_str(), f.wall / reps, bw.wall / reps,
-                fc, bc);
+                static_cast<long long>(index - 1), name.c_str(), f.wall / reps, bw.wall / reps, fc,
+                bc);
     x = y.detach();
   }
   std::printf("by layer type (CPU ms forward + backward, share of the layer total):\n");

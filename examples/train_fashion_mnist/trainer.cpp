@@ -75,7 +75,8 @@ void check_data_dir(const std::string& dir) {
                            "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
     const fs::path plain = fs::path(dir) / stem;
     if (!fs::exists(plain) && !fs::exists(plain.string() + ".gz")) {
-      throw std::runtime_error("missing data file '" + plain.string() + "' (or .gz); install the "
+      throw std::runtime_error("missing data file '" + plain.string() +
+                               "' (or .gz); install the "
                                "Debian package dataset-fashion-mnist (scripts/setup.sh does) or "
                                "pass --data DIR");
     }
@@ -116,9 +117,8 @@ double Trainer::train_epoch(int64_t epoch) {
   manual_seed(mix(config_.seed ^ mix(static_cast<uint64_t>(epoch))));  // dropout masks
   train_loader_->set_epoch(epoch);
   const int64_t batches = train_loader_->size();
-  examples::ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" +
-                                std::to_string(config_.epochs),
-                            batches, stderr);
+  examples::ProgressBar bar(
+      "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config_.epochs), batches, stderr);
   const auto start = Clock::now();
   double loss_sum = 0, window_sum = 0;
   int64_t samples = 0, done = 0, window_n = 0;
@@ -177,8 +177,8 @@ int Trainer::run() {
               static_cast<long long>(train_size_), static_cast<long long>(test_size_),
               static_cast<long long>(train_loader_->size()),
               static_cast<long long>(config_.batch_size));
-  const int64_t last = config_.stop_after > 0 ? std::min(config_.stop_after, config_.epochs)
-                                              : config_.epochs;
+  const int64_t last =
+      config_.stop_after > 0 ? std::min(config_.stop_after, config_.epochs) : config_.epochs;
   if (start_epoch_ >= last) {
     std::printf("nothing to do: the checkpoint has %lld of %lld epochs done\n",
                 static_cast<long long>(start_epoch_), static_cast<long long>(last));
@@ -190,16 +190,16 @@ int Trainer::run() {
     const double train_seconds = seconds_since(start);
     const auto [test_loss, test_acc] = evaluate();
     seconds_ += seconds_since(start);
-    const EpochRecord r{.epoch = epoch + 1,
-                        .step = steps_,
-                        .train_loss = train_loss,
-                        .test_loss = test_loss,
-                        .test_acc = test_acc,
-                        .lr = lr,
-                        .seconds = seconds_,
-                        .samples_per_second =
-                            static_cast<double>(train_loader_->size() * config_.batch_size) /
-                            train_seconds};
+    const EpochRecord r{
+        .epoch = epoch + 1,
+        .step = steps_,
+        .train_loss = train_loss,
+        .test_loss = test_loss,
+        .test_acc = test_acc,
+        .lr = lr,
+        .seconds = seconds_,
+        .samples_per_second =
+            static_cast<double>(train_loader_->size() * config_.batch_size) / train_seconds};
     history_.epochs.push_back(r);
     std::printf(
         "epoch %lld/%lld  train_loss %.4f  test_loss %.4f  test_acc %.2f%%  lr %.2e  "
@@ -234,7 +234,8 @@ void Trainer::save_checkpoint(int64_t epochs_done) const {
   const optim::StateDict opt = optimizer_->state_dict();
   for (const auto& [name, t] : opt.tensors) extra["optimizer." + name] = t;
   for (const auto& [key, value] : opt.metadata) meta["optimizer." + key] = value;
-  for (const auto& [key, value] : scheduler_->state_dict().metadata) meta["scheduler." + key] = value;
+  for (const auto& [key, value] : scheduler_->state_dict().metadata)
+    meta["scheduler." + key] = value;
   meta["epoch"] = std::to_string(epochs_done);
   meta["step"] = std::to_string(steps_);
   meta["seconds"] = std::to_string(seconds_);
@@ -247,7 +248,8 @@ void Trainer::load_checkpoint(const std::string& path) {
   nn::CheckpointExtras extras = nn::load(*model_, path);
   const auto mismatches = resume_mismatches(extras.metadata, config_);
   if (!mismatches.empty()) {
-    std::string msg = "--resume: '" + path + "' was trained with other settings (resuming would "
+    std::string msg = "--resume: '" + path +
+                      "' was trained with other settings (resuming would "
                       "not continue the same run); pass the same flags:";
     for (const std::string& m : mismatches) msg += "\n  " + m;
     throw std::runtime_error(msg);

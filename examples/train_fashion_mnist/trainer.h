@@ -60,7 +60,7 @@ class Trainer {
   int64_t start_epoch_ = 0;  // epochs already done (from the checkpoint)
   int64_t steps_ = 0;
   int64_t train_size_ = 0, test_size_ = 0;
-  double seconds_ = 0;  // cumulative, carried over on resume
+  double seconds_ = 0;                // cumulative, carried over on resume
   std::vector<double> batch_losses_;  // every batch loss of this process (for the loss check)
 };
 

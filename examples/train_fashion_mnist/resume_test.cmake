@@ -1,0 +1,18 @@
+# ctest: training 2 epochs straight and 1 epoch + --resume to 2 must give bit-identical
+# checkpoints (weights, BatchNorm buffers, optimizer state). Run with
+#   cmake -DEXE=<train_fashion_mnist> -DDIR=<scratch dir> -P resume_test.cmake
+set(common --limit-train 256 --limit-test 100 --epochs 2 --batch-size 32 --quiet)
+file(REMOVE_RECURSE ${DIR})
+
+function(run)
+  execute_process(COMMAND ${EXE} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("$ train_fashion_mnist ${ARGN}\n${out}${err}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "exit code ${rc}")
+  endif()
+endfunction()
+
+run(${common} --out ${DIR}/straight)
+run(${common} --out ${DIR}/resumed --stop-after 1)
+run(${common} --out ${DIR}/resumed --resume ${DIR}/resumed/checkpoint.safetensors)
+run(--compare ${DIR}/straight/checkpoint.safetensors ${DIR}/resumed/checkpoint.safetensors)
