@@ -124,8 +124,11 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
   }
   if (use.backward_data) {
     // fp32, unit stride: the data gradient is itself a forward conv (flipped_for_data), which
-    // needs no col2im scatter and no zeroing of dx; the GEMM writes dx directly.
-    if (elem_bytes == sizeof(float) && !p.pointwise && unit_stride(g)) {
+    // needs no col2im scatter and no zeroing of dx; the GEMM writes dx directly. Its per-column
+    // overhead (im2col + packing of Cog*K rows) is amortised over M = Cig output rows, while the
+    // col2im form's (Cig*K rows stored and scattered back) is amortised over its reduction depth
+    // Cog: so flip when Cig >= Cog (e.g. not for 32 -> 64 channels, where it measured slower).
+    if (elem_bytes == sizeof(float) && !p.pointwise && unit_stride(g) && Cig >= g.cout_g()) {
       p.bd_flip = true;
       p.bd_fwd_cols =
           chunk_columns(g.cout_g() * K, g.in_size(), elem_bytes, ceil_div(4 * p.slots, items));

@@ -48,25 +48,6 @@ inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
-// Ap[p][k][r] = A(i0 + p*8 + r, k0 + k), zero past row m.
-void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
-  for (int64_t p = 0; p < m; p += kMR) {
-    const int64_t rows = min64(kMR, m - p);
-    const float* src = A.p + (i0 + p) * A.rs + k0 * A.cs;
-    if (rows == kMR && A.rs == 1) {  // 8 contiguous values per k
-      for (int64_t k = 0; k < kc; ++k)
-        _mm256_store_ps(Ap + k * kMR, _mm256_loadu_ps(src + k * A.cs));
-    } else {
-      for (int64_t k = 0; k < kc; ++k) {
-        int64_t r = 0;
-        for (; r < rows; ++r) Ap[k * kMR + r] = src[r * A.rs + k * A.cs];
-        for (; r < kMR; ++r) Ap[k * kMR + r] = 0.0f;
-      }
-    }
-    Ap += kc * kMR;
-  }
-}
-
 // In-register transpose of 16 x 16: r[i] holds row i on entry and column i on exit.
 inline void transpose16(__m512 r[16]) {
   __m512 t[16];
@@ -96,6 +77,37 @@ inline void transpose16(__m512 r[16]) {
     t[12 + j] = _mm512_shuffle_f32x4(b, d, 0xdd);                      // lane 3
   }
   for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// Ap[p][k][r] = A(i0 + p*8 + r, k0 + k), zero past row m.
+void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
+  for (int64_t p = 0; p < m; p += kMR) {
+    const int64_t rows = min64(kMR, m - p);
+    const float* src = A.p + (i0 + p) * A.rs + k0 * A.cs;
+    if (rows == kMR && A.rs == 1) {  // 8 contiguous values per k
+      for (int64_t k = 0; k < kc; ++k)
+        _mm256_store_ps(Ap + k * kMR, _mm256_loadu_ps(src + k * A.cs));
+    } else if (rows == kMR && A.cs == 1) {  // 8 rows contiguous along k: 16 x 16 transposes
+      int64_t k = 0;                        // (rows 8..15 zero; the low 8 lanes are kept)
+      for (; k + 16 <= kc; k += 16) {
+        __m512 r[16];
+        for (int i = 0; i < 8; ++i) r[i] = _mm512_loadu_ps(src + i * A.rs + k);
+        for (int i = 8; i < 16; ++i) r[i] = _mm512_setzero_ps();
+        transpose16(r);
+        for (int i = 0; i < 16; ++i)
+          _mm256_store_ps(Ap + (k + i) * kMR, _mm512_castps512_ps256(r[i]));
+      }
+      for (; k < kc; ++k)
+        for (int64_t i = 0; i < kMR; ++i) Ap[k * kMR + i] = src[i * A.rs + k];
+    } else {
+      for (int64_t k = 0; k < kc; ++k) {
+        int64_t r = 0;
+        for (; r < rows; ++r) Ap[k * kMR + r] = src[r * A.rs + k * A.cs];
+        for (; r < kMR; ++r) Ap[k * kMR + r] = 0.0f;
+      }
+    }
+    Ap += kc * kMR;
+  }
 }
 
 // Bp[p][k][c] = B(k0 + k, j0 + p*48 + c), zero past column n.
