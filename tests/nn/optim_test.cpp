@@ -2,10 +2,16 @@
 // (not from the code under test), state_dict round trips, validation and zero_grad.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "nn/checkpoint.h"
+#include "nn/linear.h"
+#include "nn/lr_scheduler.h"
 #include "nn/optim.h"
 #include "ops/ops.h"
 #include "tensor/creation.h"
@@ -404,6 +410,50 @@ TEST(Optimizer, LoadStateDictRejectsMismatchesAndChangesNothing) {
   EXPECT_EQ(same.param_groups()[0].lr(), 0.2);
   same.load_state_dict(d);
   EXPECT_EQ(same.param_groups()[0].lr(), 0.1);
+}
+
+// A whole training checkpoint through nn::save/nn::load (safetensors): model, optimizer and
+// scheduler state restored into fresh objects continue bit-identically.
+TEST(Optimizer, CheckpointThroughSafetensorsContinuesBitExactly) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("aclgrad_optim_ckpt_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
+  const Tensor x = from_vector(Vec{0.5, -1, 2, 0.25, 1.5, -0.75}, {3, 2}, Dtype::Float32);
+  const Tensor y = from_vector(Vec{1, 0, -1}, {3, 1}, Dtype::Float32);
+  auto train = [&](nn::Linear& model, Optimizer& opt, LRScheduler& sched, int steps) {
+    for (int s = 0; s < steps; ++s) {
+      opt.zero_grad();
+      mse_loss(model.forward(x), y).backward();
+      opt.step();
+      sched.step();
+    }
+  };
+  manual_seed(3);
+  nn::Linear model(2, 1);
+  Adam opt(model.parameters(), {.lr = 0.05, .amsgrad = true});
+  OneCycleLR sched(opt, {.max_lr = {0.1}, .total_steps = 20});
+  train(model, opt, sched, 4);
+  StateDict o = opt.state_dict();
+  for (const auto& [k, v] : sched.state_dict().metadata) o.metadata[k] = v;
+  nn::save(model, path, o.tensors, o.metadata);
+
+  manual_seed(99);  // different initial weights: everything must come from the file
+  nn::Linear model2(2, 1);
+  Adam opt2(model2.parameters(), {.lr = 0.05, .amsgrad = true});
+  OneCycleLR sched2(opt2, {.max_lr = {0.1}, .total_steps = 20});
+  const nn::CheckpointExtras extras = nn::load(model2, path);
+  opt2.load_state_dict({extras.tensors, extras.metadata});
+  sched2.load_state_dict({{}, extras.metadata});
+  std::filesystem::remove(path);
+
+  train(model, opt, sched, 5);
+  train(model2, opt2, sched2, 5);
+  const auto p1 = model.parameters(), p2 = model2.parameters();
+  ASSERT_EQ(p1.size(), p2.size());
+  for (size_t i = 0; i < p1.size(); ++i) {
+    EXPECT_EQ(p1[i].to_vector<float>(), p2[i].to_vector<float>()) << "parameter " << i;
+  }
+  EXPECT_EQ(sched.get_last_lr(), sched2.get_last_lr());
 }
 
 }  // namespace
