@@ -95,7 +95,8 @@ class Module {
                        const std::string& source = "state_dict");
 
   /// Training mode for this module and all descendants (Dropout, BatchNorm depend on it).
-  void train(bool on = true);
+  /// Overrides must call Module::train(on).
+  virtual void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
