@@ -67,6 +67,23 @@ bool unit_stride(const ConvGeometry& g) {
   return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
 }
 
+// The weight-gradient GEMM's N is (channel block) x K, computed in panels of 48 columns. Among
+// the block sizes >= `base` that divide C_in/g and still give every thread a task, pick the one
+// wasting the least of its last panel (e.g. 3x3x3 kernels: 16 channels = 432 = 9 x 48 columns
+// rather than 8 = 216 in 5 panels).
+int64_t panel_friendly_block(const ConvGeometry& g, int slots, int64_t base) {
+  const int64_t Cig = g.cin_g(), K = g.k_size(), kPanel = 48;
+  int64_t best = base;
+  double best_waste = 1.0;
+  for (int64_t cb = base; cb <= Cig; ++cb) {
+    if (Cig % cb != 0 || (Cig / cb) * g.groups < slots) continue;
+    const int64_t n = cb * K, padded = ceil_div(n, kPanel) * kPanel;
+    const double waste = static_cast<double>(padded - n) / static_cast<double>(padded);
+    if (waste < best_waste - 1e-9) best = cb, best_waste = waste;
+  }
+  return best;
+}
+
 // Splits `count` items into `want` blocks of equal size (rounded up); returns the block size.
 int64_t block_size(int64_t count, int64_t want) {
   if (count <= 0) return 1;
@@ -142,6 +159,7 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
   if (use.backward_weight) {
     // Split input channels first (no reduction needed), then batch ranges with partials.
     p.bw_cblock = block_size(Cig, ceil_div(2 * p.slots, std::max<int64_t>(1, g.groups)));
+    if (elem_bytes == sizeof(float)) p.bw_cblock = panel_friendly_block(g, p.slots, p.bw_cblock);
     p.bw_cols = chunk_columns(p.bw_cblock * K, S_out, elem_bytes, 1);
     if (!p.pointwise) col = std::max(col, p.bw_cblock * K * p.bw_cols);
     const int64_t tasks = g.groups * ceil_div(std::max<int64_t>(Cig, 1), p.bw_cblock);
