@@ -7,6 +7,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "conv/geometry.h"
 #include "conv/half.h"
 #include "meta.h"
 
@@ -186,6 +187,13 @@ __attribute__((target_clones("avx512f", "default"))) double sum_run_f32(const fl
   return acc;
 }
 
+// acc[i] += p[i] for i < n (double accumulators, lane-wise: vectorizes without reassociation).
+__attribute__((target_clones("avx512f", "default"))) void add_run_f32(double* __restrict acc,
+                                                                      const float* __restrict p,
+                                                                      int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[i]);
+}
+
 }  // namespace
 
 template <typename T>
@@ -198,6 +206,23 @@ void channel_sum(const View5& src, T* out) {
   }
   const auto& d = src.dims;
   const auto& s = src.strides;
+  if (src.dtype == ACL_FLOAT && C > 1 && s[1] == 1) {
+    // fp32 channels-last (e.g. ConvTbc's [T, B, C]): each task owns kBlock contiguous channels
+    // and adds whole rows of them; per channel the order is still n, d, h, w, as below.
+    constexpr int64_t kBlock = 64;
+    const float* base = reinterpret_cast<const float*>(src.origin());
+    tbb::parallel_for(int64_t{0}, ceil_div(C, kBlock), [&](int64_t b) {
+      const int64_t c0 = b * kBlock, nc = std::min(C, c0 + kBlock) - c0;
+      double acc[kBlock] = {};
+      for (int64_t n = 0; n < d[0]; ++n)
+        for (int64_t i2 = 0; i2 < d[2]; ++i2)
+          for (int64_t i3 = 0; i3 < d[3]; ++i3)
+            for (int64_t i4 = 0; i4 < d[4]; ++i4)
+              add_run_f32(acc, base + n * s[0] + i2 * s[2] + i3 * s[3] + i4 * s[4] + c0, nc);
+      for (int64_t c = 0; c < nc; ++c) out[c0 + c] = static_cast<T>(acc[c]);
+    });
+    return;
+  }
   if (src.dtype == ACL_FLOAT && (d[4] == 1 || s[4] == 1)) {
     // fp32 with unit innermost stride: merge the spatial dims that are contiguous with it into
     // one run, sum each run with sum_run_f32 and the runs in order (n, then outer spatial dims).
