@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "aclnnop/aclnn_convolution.h"
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "support/acl_test_util.h"
 #include "support/compare.h"
@@ -132,6 +133,39 @@ struct TbcFast {
   check("gradWeight", gw, ref.weight);
   check("gradBias", gb, ref.bias);
   return failed ? verdict : ::testing::AssertionSuccess();
+}
+
+// aclnnConvTbc (forward, with bias) on the per-tap GEMM path.
+::testing::AssertionResult CheckTbcForward(const TbcFast& c) {
+  using acltest::TestTensor;
+  const uint64_t seed = 11;
+  TestTensor x({c.g.T, c.g.B, c.g.C_in}, ACL_FLOAT, c.layout, seed + 1, ACL_FORMAT_ND);
+  TestTensor w({c.g.K, c.g.C_in, c.g.C_out}, ACL_FLOAT, c.layout, seed + 2, ACL_FORMAT_ND);
+  TestTensor b({c.g.C_out}, ACL_FLOAT, c.layout, seed + 3, ACL_FORMAT_ND);
+  acltest::Rng rng(seed);
+  x.Fill(rng.Uniform(x.numel()));
+  w.Fill(rng.Uniform(w.numel()));
+  b.Fill(rng.Uniform(b.numel()));
+  TestTensor y({c.g.t_out(), c.g.B, c.g.C_out}, ACL_FLOAT, c.layout, seed + 4, ACL_FORMAT_ND);
+  acltest::CallResult r = acltest::RunTwoPhase(
+      [&](uint64_t* ws, aclOpExecutor** ex) {
+        return aclnnConvTbcGetWorkspaceSize(x.get(), w.get(), b.get(), c.g.pad, y.get(), 0, ws, ex);
+      },
+      aclnnConvTbc);
+  if (!r.ok()) return ::testing::AssertionFailure() << r.Describe();
+  const naive::Result ref = naive::TbcForward(c.g, x.values(), w.values(), b.values());
+  auto cmp = acltest::CompareToReference("output", y.Read(), ref, y.shape(),
+                                         acltest::ToleranceFor(ACL_FLOAT, ACL_FLOAT));
+  if (!cmp) return ::testing::AssertionFailure() << c.g.Describe() << "\n  " << cmp.message();
+  if (!y.OnlyViewWritten()) return ::testing::AssertionFailure() << "output wrote outside";
+  return ::testing::AssertionSuccess();
+}
+
+TEST(FastPathTbc, ForwardPerTapGemmsMatchReference) {
+  for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+    EXPECT_TRUE(CheckTbcForward({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));
+    EXPECT_TRUE(CheckTbcForward({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
+  }
 }
 
 TEST(FastPathTbc, PerTapGemmsMatchReference) {
