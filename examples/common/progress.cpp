@@ -46,7 +46,11 @@ std::string ProgressBar::render(int64_t done,
   }
   std::snprintf(buf, sizeof buf, " %.0f samples/s", samples_per_second);
   line += buf;
-  line += " " + format_duration(elapsed) + " ETA " + format_duration(eta);
+  // Appended piece by piece: GCC 12 reports a false -Wrestrict on `" " + std::string` chains.
+  line += ' ';
+  line += format_duration(elapsed);
+  line += " ETA ";
+  line += format_duration(eta);
   return line;
 }
 
