@@ -1,0 +1,275 @@
+// Phase-1 rules of aclnnConvolution (forward), aclnnConvTbcBackward and aclnnConvTbc (status code
+// + message naming the API, parameter and value), and phase-2 misuse (consumed or foreign
+// executor, short or null workspace) that must never crash.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_convolution.h"
+#include "aclnnop/aclnn_convolution_backward.h"
+#include "support/error_case.h"
+
+namespace {
+
+using namespace conv_errors;
+
+// ---------------------------------------------------------------------------------------------
+// aclnnConvolution (forward): same rules; output plays gradOutput's part.
+
+struct Fwd {
+  Spec x{{2, 3, 7, 7}}, w{{4, 3, 3, 3}}, b{{4}}, y{{2, 4, 5, 5}};
+  Shape stride{1, 1}, padding{0, 0}, dilation{1, 1}, op{0, 0};
+  bool transposed = false, with_bias = true;
+  int64_t groups = 1;
+  int8_t cube = 0;
+  std::set<std::string> nulls;
+
+  Result Run() const {
+    Pool p;
+    auto t = [&](const char* name, const Spec& s) {
+      return nulls.count(name) ? nullptr : p.Tensor(s);
+    };
+    auto ints = [&](const char* name, const Shape& v) {
+      return nulls.count(name) ? nullptr : p.Ints(v);
+    };
+    uint64_t ws = 0;
+    aclOpExecutor* ex = nullptr;
+    const aclnnStatus st = aclnnConvolutionGetWorkspaceSize(
+        t("input", x), t("weight", w), with_bias ? t("bias", b) : nullptr, ints("stride", stride),
+        ints("padding", padding), ints("dilation", dilation), transposed, ints("outputPadding", op),
+        groups, t("output", y), cube, nulls.count("workspaceSize") ? nullptr : &ws,
+        nulls.count("executor") ? nullptr : &ex);
+    Result r{st, st == 0 ? "" : aclGetRecentErrMsg()};
+    if (st == 0) aclDestroyAclOpExecutor(ex);
+    return r;
+  }
+};
+
+constexpr const char* kFwd = "aclnnConvolution";
+
+TEST(ConvForwardErrors, Rules) {
+  EXPECT_EQ(Fwd{}.Run().status, 0) << Fwd{}.Run().msg;
+  Fwd nb;
+  nb.with_bias = false;
+  EXPECT_EQ(nb.Run().status, 0);
+  for (const char* name : {"input", "weight", "stride", "padding", "dilation", "outputPadding",
+                           "output", "workspaceSize", "executor"}) {
+    Fwd f;
+    f.nulls = {name};
+    ExpectError(f.Run(), kNull, kFwd, {name, "is null"});
+  }
+  Fwd f;
+  f.y = {{2, 4, 5, 6}};
+  ExpectError(f.Run(), kInvalid, kFwd, {"output has shape [2, 4, 5, 6]", "produces [2, 4, 5, 5]"});
+  f = Fwd{};
+  f.b = {{3}};
+  ExpectError(f.Run(), kInvalid, kFwd, {"bias has shape [3]", "[4]"});
+  f = Fwd{};
+  f.b.dt = ACL_INT32;
+  ExpectError(f.Run(), kInvalid, kFwd, {"bias has dtype INT32"});
+  f = Fwd{};
+  f.b.fmt = ACL_FORMAT_NCL;
+  ExpectError(f.Run(), kInvalid, kFwd, {"bias has format NCL"});
+  f = Fwd{};
+  f.y.strides = {100, 25, 5, 0};
+  ExpectError(f.Run(), kInvalid, kFwd, {"output has overlapping elements"});
+  f = Fwd{};
+  f.groups = 70000;
+  ExpectError(f.Run(), kInvalid, kFwd, {"groups = 70000"});
+  // Transposed: [2, 4, 5, 5] with weight [4, 3, 3, 3], stride 2, outputPadding 1 -> [2, 3, 12, 12].
+  Fwd t;
+  t.transposed = true;
+  t.x = {{2, 4, 5, 5}};
+  t.b = {{3}};
+  t.y = {{2, 3, 12, 12}};
+  t.stride = {2, 2};
+  t.op = {1, 1};
+  EXPECT_EQ(t.Run().status, 0) << t.Run().msg;
+  t.y = {{2, 3, 11, 11}};
+  ExpectError(t.Run(), kInvalid, kFwd,
+              {"output has shape [2, 3, 11, 11]", "transposed", "[2, 3, 12, 12]"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// aclnnConvTbcBackward and aclnnConvTbc.
+
+struct TbcBwd {
+  Spec self{{5, 2, 4}, ACL_FLOAT, ACL_FORMAT_ND}, x{{7, 2, 3}, ACL_FLOAT, ACL_FORMAT_ND};
+  Spec w{{3, 3, 4}, ACL_FLOAT, ACL_FORMAT_ND}, b{{4}};
+  Spec gx{{7, 2, 3}, ACL_FLOAT, ACL_FORMAT_ND}, gw{{3, 3, 4}, ACL_FLOAT, ACL_FORMAT_ND}, gb{{4}};
+  int64_t pad = 0;
+  int8_t cube = 0;
+  std::set<std::string> nulls;
+
+  Result Run() const {
+    Pool p;
+    auto t = [&](const char* name, const Spec& s) {
+      return nulls.count(name) ? nullptr : p.Tensor(s);
+    };
+    uint64_t ws = 0;
+    aclOpExecutor* ex = nullptr;
+    const aclnnStatus st = aclnnConvTbcBackwardGetWorkspaceSize(
+        t("self", self), t("input", x), t("weight", w), t("bias", b), pad, cube, t("gradInput", gx),
+        t("gradWeight", gw), t("gradBias", gb), nulls.count("workspaceSize") ? nullptr : &ws,
+        nulls.count("executor") ? nullptr : &ex);
+    Result r{st, st == 0 ? "" : aclGetRecentErrMsg()};
+    if (st == 0) aclDestroyAclOpExecutor(ex);
+    return r;
+  }
+};
+
+constexpr const char* kTbcBwd = "aclnnConvTbcBackward";
+
+TEST(ConvTbcBackwardErrors, Nulls) {
+  EXPECT_EQ(TbcBwd{}.Run().status, 0) << TbcBwd{}.Run().msg;
+  for (const char* name : {"self", "input", "weight", "bias", "gradInput", "gradWeight", "gradBias",
+                           "workspaceSize", "executor"}) {
+    TbcBwd t;
+    t.nulls = {name};
+    ExpectError(t.Run(), kNull, kTbcBwd, {name, "is null"});
+  }
+}
+
+TEST(ConvTbcBackwardErrors, DtypesAndFormats) {
+  TbcBwd t;
+  t.b.dt = ACL_FLOAT16;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"bias has dtype FLOAT16", "same dtype"});
+  t = TbcBwd{};
+  t.x.dt = ACL_INT32;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"input has dtype INT32"});
+  t = TbcBwd{};
+  t.gw.dt = ACL_UINT8;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"gradWeight has dtype UINT8"});
+  t = TbcBwd{};
+  t.self.fmt = ACL_FORMAT_NCHW;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"self has format NCHW", "ND or NCL"});
+  t = TbcBwd{};
+  t.gb.fmt = ACL_FORMAT_NCL;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"gradBias has format NCL", "ND"});
+  t = TbcBwd{};
+  t.x.fmt = ACL_FORMAT_NCL;  // NCL is fine for the 3-d tensors
+  EXPECT_EQ(t.Run().status, 0);
+  t.self.dt = t.x.dt = t.w.dt = t.b.dt = ACL_BF16;
+  t.cube = 2;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"cubeMathType = 2", "BFLOAT16"});
+  t.cube = 7;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"cubeMathType = 7"});
+}
+
+TEST(ConvTbcBackwardErrors, PadAndShapes) {
+  TbcBwd t;
+  t.pad = 256;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"pad = 256", "[0, 255]"});
+  t.pad = -1;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"pad = -1"});
+  t = TbcBwd{};
+  t.self = {{5, 2, 4, 1}, ACL_FLOAT, ACL_FORMAT_ND};
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"self has 4 dims", "3-d"});
+  t = TbcBwd{};
+  t.b = t.gb = {{4, 1}, ACL_FLOAT, ACL_FORMAT_ND};
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"bias has 2 dims", "1-d"});
+  t = TbcBwd{};
+  t.w = t.gw = {{3, 2, 4}, ACL_FLOAT, ACL_FORMAT_ND};
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"input has shape [7, 2, 3]", "weight[1] = 2"});
+  t = TbcBwd{};
+  t.b = t.gb = {{5}};
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"bias has shape [5]", "weight[2] = 4"});
+  t = TbcBwd{};
+  t.w = t.gw = {{256, 3, 4}, ACL_FLOAT, ACL_FORMAT_ND};
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"kernel size weight[0] = 256", "[1, 255]"});
+  t = TbcBwd{};
+  t.w = t.gw = {{9, 3, 4}, ACL_FLOAT, ACL_FORMAT_ND};
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"T = 7", "K = 9", "must be >= 1"});
+  t = TbcBwd{};
+  t.self = {{6, 2, 4}, ACL_FLOAT, ACL_FORMAT_ND};
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"self has shape [6, 2, 4]", "produces [5, 2, 4]"});
+  t = TbcBwd{};
+  t.pad = 1;  // T_out = 7 + 2 + 1 - 3 = 7
+  t.self = {{7, 2, 4}, ACL_FLOAT, ACL_FORMAT_ND};
+  EXPECT_EQ(t.Run().status, 0);
+  t = TbcBwd{};
+  t.gx = {{7, 2, 4}, ACL_FLOAT, ACL_FORMAT_ND};
+  ExpectError(t.Run(), kInvalid, kTbcBwd,
+              {"gradInput has shape [7, 2, 4]", "input has shape [7, 2, 3]"});
+  t = TbcBwd{};
+  t.x.shape[1] = t.gx.shape[1] = t.self.shape[1] = 0;
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"zero dim", "empty tensors"});
+  t = TbcBwd{};
+  t.gw.strides = {0, 0, 1};
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"gradWeight has overlapping elements"});
+}
+
+TEST(ConvTbcBackwardErrors, SocProfiles) {
+  {
+    Soc soc("Ascend310P");
+    ExpectError(TbcBwd{}.Run(), kInvalid, kTbcBwd, {"not supported on Ascend310P"});
+  }
+  TbcBwd t;
+  t.gx.dt = ACL_FLOAT16;
+  EXPECT_EQ(t.Run().status, 0);
+  Soc soc("Ascend910_95");
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"gradInput has dtype FLOAT16", "Ascend910_95"});
+}
+
+TEST(ConvTbcErrors, Forward) {
+  Pool p;
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  aclTensor* self = p.Tensor({{7, 2, 3}, ACL_FLOAT, ACL_FORMAT_ND});
+  aclTensor* w = p.Tensor({{3, 3, 4}, ACL_FLOAT, ACL_FORMAT_ND});
+  aclTensor* b = p.Tensor({{4}});
+  aclTensor* good = p.Tensor({{5, 2, 4}, ACL_FLOAT, ACL_FORMAT_ND});
+  aclTensor* bad = p.Tensor({{5, 2, 3}, ACL_FLOAT, ACL_FORMAT_ND});
+  ASSERT_EQ(aclnnConvTbcGetWorkspaceSize(self, w, b, 0, good, 0, &ws, &ex), 0)
+      << aclGetRecentErrMsg();
+  aclDestroyAclOpExecutor(ex);
+  Result r{aclnnConvTbcGetWorkspaceSize(self, w, b, 0, bad, 0, &ws, &ex), aclGetRecentErrMsg()};
+  ExpectError(r, kInvalid, "aclnnConvTbc", {"output has shape [5, 2, 3]", "produces [5, 2, 4]"});
+  r = {aclnnConvTbcGetWorkspaceSize(self, w, nullptr, 0, good, 0, &ws, &ex), aclGetRecentErrMsg()};
+  ExpectError(r, kNull, "aclnnConvTbc", {"bias is null"});
+  r = {aclnnConvTbcGetWorkspaceSize(self, w, b, 300, good, 0, &ws, &ex), aclGetRecentErrMsg()};
+  ExpectError(r, kInvalid, "aclnnConvTbc", {"pad = 300"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase 2 misuse never crashes.
+
+TEST(ConvLaunchErrors, ConsumedForeignAndShortWorkspace) {
+  acltest::TestTensor gy({1, 1, 3}, ACL_FLOAT16), x({1, 1, 5}, ACL_FLOAT16),
+      w({1, 1, 3}, ACL_FLOAT16);
+  acltest::TestTensor gx = acltest::TestTensor::Output({1, 1, 5}, ACL_FLOAT16);
+  gy.Fill({1, 1, 1});
+  x.Fill({1, 1, 1, 1, 1});
+  w.Fill({1, 1, 1});
+  auto one = acltest::MakeIntArray({1}), zero = acltest::MakeIntArray({0});
+  auto mask = acltest::MakeBoolArray({true, false, false});
+  auto plan = [&](uint64_t* ws, aclOpExecutor** ex) {
+    return aclnnConvolutionBackwardGetWorkspaceSize(
+        gy.get(), x.get(), w.get(), nullptr, one.get(), zero.get(), one.get(), false, zero.get(), 1,
+        mask.get(), 0, gx.get(), nullptr, nullptr, ws, ex);
+  };
+  aclrtStream stream = acltest::SharedStream();
+  uint64_t size = 0;
+  aclOpExecutor* ex = nullptr;
+  ASSERT_EQ(plan(&size, &ex), 0) << aclGetRecentErrMsg();
+  ASSERT_GT(size, 0u);
+  acltest::DeviceBuffer ws(size);
+  // Null workspace although bytes are needed; a short one; a launch through another API.
+  EXPECT_EQ(aclnnConvolutionBackward(nullptr, size, ex, stream), kNull);
+  EXPECT_EQ(aclnnConvolutionBackward(ws.data(), 0, ex, stream), kInvalid);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("aclnnConvolutionBackward"), std::string::npos);
+  EXPECT_EQ(aclnnConvolution(ws.data(), size, ex, stream), kInvalid);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("aclnnConvolutionBackward"), std::string::npos);
+  EXPECT_TRUE(gx.Untouched());
+  // The real launch consumes it; launching again is detected.
+  ASSERT_EQ(aclnnConvolutionBackward(ws.data(), size, ex, stream), 0) << aclGetRecentErrMsg();
+  EXPECT_EQ(gx.Read(), (std::vector<double>{1, 2, 3, 2, 1}));
+  EXPECT_EQ(aclnnConvolutionBackward(ws.data(), size, ex, stream), kInvalid);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("not live"), std::string::npos);
+  EXPECT_EQ(aclnnConvolutionBackward(ws.data(), size, nullptr, stream), kNull);
+  EXPECT_EQ(aclnnConvTbcBackward(ws.data(), size, nullptr, stream), kNull);
+}
+
+}  // namespace
