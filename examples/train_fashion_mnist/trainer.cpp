@@ -53,18 +53,6 @@ const std::string kCheckpointName = "checkpoint.safetensors";
 
 }  // namespace
 
-std::shared_ptr<nn::Sequential> make_model(double dropout) {
-  using namespace nn;
-  return std::make_shared<Sequential>(
-      std::make_shared<Conv2d>(Conv2dOptions(1, 32, 3).padding(1)),
-      std::make_shared<BatchNorm2d>(32), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
-      std::make_shared<Conv2d>(Conv2dOptions(32, 64, 3).padding(1)),
-      std::make_shared<BatchNorm2d>(64), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
-      std::make_shared<Flatten>(), std::make_shared<Linear>(64 * 7 * 7, 128),
-      std::make_shared<ReLU>(), std::make_shared<Dropout>(dropout),
-      std::make_shared<Linear>(128, 10));
-}
-
 void check_data_dir(const std::string& dir) {
   if (!fs::is_directory(dir)) {
     throw std::runtime_error("data directory '" + dir +

@@ -14,16 +14,13 @@
 
 #include "examples/train_fashion_mnist/config.h"
 #include "examples/train_fashion_mnist/history.h"
+#include "examples/train_fashion_mnist/model.h"
 #include "nn/data.h"
 #include "nn/lr_scheduler.h"
 #include "nn/nn.h"
 #include "nn/optim.h"
 
 namespace aclgrad::fmnist {
-
-/// Conv(1→32)+BN+ReLU+MaxPool → Conv(32→64)+BN+ReLU+MaxPool → Flatten → Linear(3136→128)+ReLU
-/// +Dropout → Linear(128→10). Input [N, 1, 28, 28] (normalised), output logits [N, 10].
-std::shared_ptr<nn::Sequential> make_model(double dropout);
 
 /// Fashion-MNIST's per-pixel mean and standard deviation over the training images.
 inline constexpr double kMean = 0.2860, kStd = 0.3530;
