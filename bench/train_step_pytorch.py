@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""One training step of the main job's CNN: aclgrad (bench/train_step_bench) vs PyTorch, alternating.
+
+The step (the same on both sides): zero_grad, forward of Conv(1->32,k3,p1)+BatchNorm2d+ReLU+
+MaxPool2 -> Conv(32->64,k3,p1)+BN+ReLU+MaxPool2 -> Flatten -> Linear(3136->128)+ReLU+Dropout(0.25)
+-> Linear(128->10) in training mode, cross-entropy, backward, Adam(lr 1e-3), on a fixed random
+batch [B, 1, 28, 28] with random labels. For every (batch, threads) configuration, each round
+runs our benchmark binary on that case alone (Google Benchmark, JSON) and then the PyTorch step
+for about as long, with torch.set_num_threads(threads), so both see the same machine state.
+Prints per-configuration medians of samples/s, the ratio ours / PyTorch and the load average.
+
+  /usr/bin/python3 bench/train_step_pytorch.py --bench build/bench/train_step_bench
+      [--batches 64,128] [--threads 2,1] [--rounds 5] [--min-time 1.0] [--json out.json]
+
+Unsets OPENBLAS_CORETYPE for both sides (see README "Performance").
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def torch_step(batch, threads):
+    import torch
+    import torch.nn as nn
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25), nn.Linear(128, 10))
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(batch, 1, 28, 28)
+    y = torch.randint(0, 10, (batch,))
+
+    def step():
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    for _ in range(3):  # warm-up: optimizer state, oneDNN primitives, allocator
+        step()
+    return step
+
+
+def time_torch(step, batch, min_time):
+    n, start = 0, time.perf_counter()
+    while True:
+        step()
+        n += 1
+        el = time.perf_counter() - start
+        if el >= min_time and n >= 3:
+            return batch * n / el
+
+
+def time_ours(bench, batch, threads, min_time):
+    out = subprocess.run(
+        [bench, f"--benchmark_filter=^train_step/batch:{batch}/threads:{threads}$",
+         f"--benchmark_min_time={min_time}", "--benchmark_format=json"],
+        check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["benchmarks"][0]["samples_per_s"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", default="build/bench/train_step_bench")
+    ap.add_argument("--batches", default="64,128")
+    ap.add_argument("--threads", default="2,1")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=1.0)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    os.environ.pop("OPENBLAS_CORETYPE", None)
+    import torch
+    print(f"# torch {torch.__version__}, rounds {a.rounds}, min-time {a.min_time} s, "
+          f"load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    print(f"{'batch':>5s} {'threads':>7s} {'ours samples/s':>15s} {'torch samples/s':>16s} "
+          f"{'ratio':>6s} {'load':>5s}")
+    rows = []
+    for threads in [int(t) for t in a.threads.split(",")]:
+        for batch in [int(b) for b in a.batches.split(",")]:
+            step = torch_step(batch, threads)
+            ours, theirs = [], []
+            for _ in range(a.rounds):
+                ours.append(time_ours(a.bench, batch, threads, a.min_time))
+                theirs.append(time_torch(step, batch, a.min_time))
+            mo, mt = statistics.median(ours), statistics.median(theirs)
+            load = os.getloadavg()[0]
+            rows.append({"batch": batch, "threads": threads, "ours_samples_per_s": mo,
+                         "torch_samples_per_s": mt, "ratio": mo / mt, "load_average": load,
+                         "ours_rounds": ours, "torch_rounds": theirs})
+            print(f"{batch:5d} {threads:7d} {mo:15.0f} {mt:16.0f} {mo / mt:6.2f} {load:5.2f}",
+                  flush=True)
+    print(f"# load average {os.getloadavg()[0]:.2f} at end")
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
