@@ -39,7 +39,7 @@ struct Plan {
   uint64_t x = kNotInWorkspace, w = kNotInWorkspace, y = kNotInWorkspace, bias = kNotInWorkspace;
   uint64_t out_y = kNotInWorkspace, out_x = kNotInWorkspace, out_w = kNotInWorkspace;
   uint64_t out_bias = kNotInWorkspace, col = kNotInWorkspace, partials = kNotInWorkspace;
-  uint64_t pack = kNotInWorkspace, wflip = kNotInWorkspace;
+  uint64_t pack = kNotInWorkspace, wflip = kNotInWorkspace, wpack = kNotInWorkspace;
   bool tbc = false;  // time-major 1-d fp32: per-tap GEMMs on the caller's buffers (tbc_gemm.h)
   uint64_t bytes = 0;
 };
@@ -103,6 +103,8 @@ void plan_workspace(Plan& p) {
         layout.add(static_cast<unsigned __int128>(k.partial_elems) * (k.bw_ranges - 1) * sizeof(T));
   if (bwd_data && k.wflip_elems > 0)
     p.wflip = layout.add(static_cast<unsigned __int128>(k.wflip_elems) * sizeof(T));
+  if (k.wpack_elems > 0)
+    p.wpack = layout.add(static_cast<unsigned __int128>(k.wpack_elems) * sizeof(T));
   if ((fwd || bwd_data || bwd_weight) && k.pack_elems > 0)
     p.pack = layout.add(static_cast<unsigned __int128>(k.pack_elems) * k.slots * sizeof(T));
   // + kAlign of slack so a workspace that is not 64-byte aligned can be aligned in place.
@@ -151,6 +153,7 @@ void execute(const Plan& p, char* ws) {
     if (p.partials != kNotInWorkspace) scratch.partials = reinterpret_cast<T*>(ws + p.partials);
     if (p.pack != kNotInWorkspace) scratch.pack = reinterpret_cast<T*>(ws + p.pack);
     if (p.wflip != kNotInWorkspace) scratch.wflip = reinterpret_cast<T*>(ws + p.wflip);
+    if (p.wpack != kNotInWorkspace) scratch.wpack = reinterpret_cast<T*>(ws + p.wpack);
 
     // Outputs: computed into their own memory or the workspace, then unpacked if needed.
     auto finish = [&](const std::optional<View5>& v, uint64_t off, T* buf) {

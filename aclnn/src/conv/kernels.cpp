@@ -13,6 +13,7 @@
 
 #include "conv/depthwise.h"
 #include "conv/im2col.h"
+#include "conv/im2col_panels.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -177,6 +178,27 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
   // OpenBLAS instead, so they keep needing no workspace at all (e.g. a tiny pointwise conv).
   const double macs = static_cast<double>(g.N) * g.C_out * S_out * Cig * K;
   if (elem_bytes == sizeof(float) && macs >= kOwnGemmMinMacs) p.pack_elems = gemm::pack_elems();
+  // With our AVX-512 GEMM the forward-form GEMMs (forward, flipped data gradient) gather their
+  // column panels straight from the input: no column buffer, and the weights are packed once.
+  const bool forward_form = use.forward || p.bd_flip;
+  if (p.pack_elems > 0 && gemm::have_avx512() && forward_form && !p.pointwise) {
+    p.implicit = true;
+    const int64_t want_cols = ceil_div(4 * p.slots, items);
+    if (use.forward) {
+      p.fwd_cols = ceil_div(S_out, std::clamp<int64_t>(want_cols, 1, S_out));
+      p.wpack_elems = g.groups * gemm::packed_a_elems(g.cout_g(), Cig * K);
+    }
+    if (p.bd_flip) {
+      p.bd_fwd_cols = ceil_div(g.in_size(), std::clamp<int64_t>(want_cols, 1, g.in_size()));
+      p.wpack_elems =
+          std::max(p.wpack_elems, g.groups * gemm::packed_a_elems(Cig, g.cout_g() * K));
+    }
+    // The column buffer is now only needed by the col2im data gradient and the weight gradient.
+    int64_t col_needed = 0;
+    if (use.backward_data && !p.bd_flip) col_needed = p.bd_cblock * K * p.bd_cols;
+    if (use.backward_weight) col_needed = std::max(col_needed, p.bw_cblock * K * p.bw_cols);
+    p.col_elems = col_needed;
+  }
   return p;
 }
 
@@ -190,6 +212,24 @@ void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w,
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows();
   const int64_t S_in = g.in_size(), S_out = g.out_size();
   const int64_t chunks = ceil_div(S_out, p.fwd_cols);
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.implicit) {
+      const int64_t wpack_g = gemm::packed_a_elems(Cog, rows);
+      for_tasks(g.groups, [&](int64_t grp) {
+        gemm::pack_a_once(Cog, rows, gemm::Mat{w + grp * Cog * rows, rows, 1},
+                          s.wpack + grp * wpack_g);
+      });
+      for_tasks(g.N * g.groups * chunks, [&](int64_t t) {
+        const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
+        const int64_t j0 = chunk * p.fwd_cols, j1 = std::min(S_out, j0 + p.fwd_cols);
+        const Im2colPanels panels(g, x + (n * g.C_in + grp * Cig) * S_in, j0);
+        gemm::sgemm_avx512_packed(Cog, j1 - j0, rows, s.wpack + grp * wpack_g, nullptr, &panels,
+                                  false, y + (n * g.C_out + grp * Cog) * S_out + j0, S_out,
+                                  pack_slot(p, s));
+      });
+      return;
+    }
+  }
   for_tasks(g.N * g.groups * chunks, [&](int64_t t) {
     const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
     const int64_t j0 = chunk * p.fwd_cols, j1 = std::min(S_out, j0 + p.fwd_cols);

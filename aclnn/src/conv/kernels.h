@@ -44,6 +44,8 @@ struct KernelPlan {
   int64_t col_elems = 0;      // column buffer elements per slot
   int64_t partial_elems = 0;  // elements of one grad-weight partial (bw_ranges - 1 of them)
   int64_t pack_elems = 0;     // fp32 GEMM packing scratch per slot (gemm/sgemm.h), 0 for double
+  bool implicit = false;      // fp32 AVX-512 forward-form GEMMs: implicit im2col (im2col_panels.h)
+  int64_t wpack_elems = 0;    //   with the weights packed once per call (all groups)
 };
 
 // Which primitives a plan must serve.
@@ -67,6 +69,7 @@ struct Scratch {
   T* partials = nullptr;
   T* pack = nullptr;
   T* wflip = nullptr;  // KernelPlan::wflip_elems
+  T* wpack = nullptr;  // KernelPlan::wpack_elems
 };
 
 template <typename T>

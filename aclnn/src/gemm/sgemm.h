@@ -26,6 +26,20 @@ struct Mat {
   int64_t cs = 1;  // stride between columns
 };
 
+// A source of packed B panels, for operands that are never materialised as a matrix (the
+// implicit im2col of a convolution): pack() writes Bp[panel][k][48] = B(k0 + k, j0 + panel*48 + c)
+// for k < kc and c < 48, zero where j0 + panel*48 + c >= j0 + n.
+class BPanels {
+ public:
+  virtual void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const = 0;
+
+ protected:
+  ~BPanels() = default;
+};
+
+// Panel width and K blocking of the AVX-512 kernel (BPanels implementations write this format).
+inline constexpr int64_t kPanelCols = 48;
+
 // Whether sgemm runs the AVX-512 kernel on this CPU (decided once).
 bool have_avx512();
 
@@ -40,5 +54,16 @@ void sgemm(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float
 void sgemm_avx512(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C,
                   int64_t ldc, float* scratch);
 int64_t sgemm_avx512_pack_elems();
+
+// A operand packed once and reused by many GEMMs (a convolution's weights serve every sample):
+// packed_a_elems(M, K) floats, written by pack_a_once (AVX-512 only).
+int64_t packed_a_elems(int64_t M, int64_t K);
+void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
+
+// C[M, N] (+)= A * B with A pre-packed by pack_a_once and B either a strided view (`b_mat`) or
+// a panel source (`b_panels`, exactly one of the two non-null). AVX-512 only.
+void sgemm_avx512_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* b_mat,
+                         const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                         float* scratch);
 
 }  // namespace aclnn_cpu::gemm

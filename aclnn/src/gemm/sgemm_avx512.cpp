@@ -202,27 +202,34 @@ void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate,
   }
 }
 
-}  // namespace
-
-int64_t sgemm_avx512_pack_elems() {
-  return kMC * kKC + kKC * kNC;
-}
-
-void sgemm_avx512(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C,
-                  int64_t ldc, float* scratch) {
+// The blocked loop nest; A comes packed (`packed_a`, pack_a_once layout) or as a view to pack per
+// block, B as a view or a panel source.
+void gemm_blocked(int64_t M, int64_t N, int64_t K, const Mat* A, const float* packed_a,
+                  const Mat* B, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                  float* scratch) {
   float* Ap = scratch;              // [kMC / 8][kKC][8]
   float* Bp = scratch + kMC * kKC;  // [kNC / 48][kKC][48]
+  const int64_t m_padded = (M + kMR - 1) / kMR * kMR;
   for (int64_t pc = 0; pc < K; pc += kKC) {
     const int64_t kc = min64(kKC, K - pc);
     const bool acc = accumulate || pc > 0;  // later K blocks add onto the first
     for (int64_t jc = 0; jc < N; jc += kNC) {
       const int64_t nc = min64(kNC, N - jc);
-      pack_b(B, pc, kc, jc, nc, Bp);
+      if (b_panels) {
+        b_panels->pack(pc, kc, jc, nc, Bp);
+      } else {
+        pack_b(*B, pc, kc, jc, nc, Bp);
+      }
       for (int64_t ic = 0; ic < M; ic += kMC) {
         const int64_t mc = min64(kMC, M - ic);
-        pack_a(A, ic, mc, pc, kc, Ap);
+        const float* a_block = Ap;
+        if (packed_a) {
+          a_block = packed_a + pc * m_padded + ic * kc;
+        } else {
+          pack_a(*A, ic, mc, pc, kc, Ap);
+        }
         for (int64_t ir = 0; ir < mc; ir += kMR) {
-          const float* a = Ap + ir * kc;
+          const float* a = a_block + ir * kc;
           for (int64_t jr = 0; jr < nc; jr += kNR) {
             micro_kernel(kc, a, Bp + jr * kc, acc, C + (ic + ir) * ldc + jc + jr, ldc,
                          min64(kMR, mc - ir), min64(kNR, nc - jr));
@@ -231,6 +238,40 @@ void sgemm_avx512(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate
       }
     }
   }
+}
+
+}  // namespace
+
+int64_t sgemm_avx512_pack_elems() {
+  return kMC * kKC + kKC * kNC;
+}
+
+void sgemm_avx512(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C,
+                  int64_t ldc, float* scratch) {
+  gemm_blocked(M, N, K, &A, nullptr, &B, nullptr, accumulate, C, ldc, scratch);
+}
+
+int64_t packed_a_elems(int64_t M, int64_t K) {
+  return (M + kMR - 1) / kMR * kMR * K;
+}
+
+// Layout: K block pc (rows pc .. pc+kc of the K dimension) starts at pc * m_padded; within it the
+// 8-row panels follow each other (panel p at p * 8 * kc), exactly what pack_a writes per block.
+void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
+  const int64_t m_padded = (M + kMR - 1) / kMR * kMR;
+  for (int64_t pc = 0; pc < K; pc += kKC) pack_a(A, 0, M, pc, min64(kKC, K - pc), packed + pc * m_padded);
+}
+
+void sgemm_avx512_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* b_mat,
+                         const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                         float* scratch) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M; ++i) memset(C + i * ldc, 0, static_cast<size_t>(N) * sizeof(float));
+    return;
+  }
+  gemm_blocked(M, N, K, nullptr, packed_a, b_mat, b_panels, accumulate, C, ldc, scratch);
 }
 
 }  // namespace aclnn_cpu::gemm
