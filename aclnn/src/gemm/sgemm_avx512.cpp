@@ -112,25 +112,38 @@ void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* 
 
 // Bp[p][k][c] = B(k0 + k, j0 + p*48 + c), zero past column n.
 void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+  if (B.cs == 1) {
+    // Rows of B are contiguous: walk each row of the block once, left to right, dealing its 48-
+    // column pieces out to the panels (one sequential stream per row; panel-by-panel order would
+    // read 256 rows x 192 bytes at a time, defeating the hardware prefetcher: measured 29% of a
+    // 64 x 3136 x 576 GEMM's time in packing, vs ~10% this way).
+    const int64_t panels = (n + kNR - 1) / kNR;
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* s = B.p + (k0 + k) * B.rs + j0;
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t cols = min64(kNR, n - p * kNR);
+        float* d = Bp + p * kc * kNR + k * kNR;
+        if (cols == kNR) {
+          _mm512_store_ps(d, _mm512_loadu_ps(s + p * kNR));
+          _mm512_store_ps(d + 16, _mm512_loadu_ps(s + p * kNR + 16));
+          _mm512_store_ps(d + 32, _mm512_loadu_ps(s + p * kNR + 32));
+        } else {
+          for (int64_t q = 0; q < 3; ++q) {
+            const int64_t left = cols - 16 * q;
+            const __mmask16 m = static_cast<__mmask16>(left >= 16 ? 0xffff
+                                                       : left <= 0 ? 0
+                                                                   : (1u << left) - 1);
+            _mm512_store_ps(d + 16 * q, _mm512_maskz_loadu_ps(m, s + p * kNR + 16 * q));
+          }
+        }
+      }
+    }
+    return;
+  }
   for (int64_t p = 0; p < n; p += kNR) {
     const int64_t cols = min64(kNR, n - p);
     const float* src = B.p + k0 * B.rs + (j0 + p) * B.cs;
-    if (B.cs == 1) {  // rows of B are contiguous: copy 48 (masked at the edge) per k
-      const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xffff : (1u << cols) - 1);
-      const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xffff
-                                                  : cols <= 16 ? 0
-                                                               : (1u << (cols - 16)) - 1);
-      const __mmask16 m2 = static_cast<__mmask16>(cols >= 48   ? 0xffff
-                                                  : cols <= 32 ? 0
-                                                               : (1u << (cols - 32)) - 1);
-      for (int64_t k = 0; k < kc; ++k) {
-        const float* s = src + k * B.rs;
-        float* d = Bp + k * kNR;
-        _mm512_store_ps(d, _mm512_maskz_loadu_ps(m0, s));
-        _mm512_store_ps(d + 16, _mm512_maskz_loadu_ps(m1, s + 16));
-        _mm512_store_ps(d + 32, _mm512_maskz_loadu_ps(m2, s + 32));
-      }
-    } else if (B.rs == 1) {  // columns of B are contiguous: 16 x 16 transposes
+    if (B.rs == 1) {  // columns of B are contiguous: 16 x 16 transposes
       int64_t c = 0;
       for (; c + 16 <= cols; c += 16) {
         int64_t k = 0;
