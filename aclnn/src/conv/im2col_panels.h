@@ -26,4 +26,23 @@ class Im2colPanels final : public gemm::BPanels {
   int64_t col0_;
 };
 
+// The transposed column matrix, for the weight gradient dw = dy * col^T: B(k, r) = col[r][col0 + k]
+// (k = output position, r = (channel, tap) row). Rows are gathered 16 at a time into a small
+// tile (contiguous along k, as in the input) and turned into panel rows with 16 x 16 transposes.
+// `tile` is scratch of tile_elems() floats (64-byte aligned), private to the calling thread.
+class Im2colPanelsT final : public gemm::BPanels {
+ public:
+  Im2colPanelsT(const ConvGeometry& g, const float* x, int64_t col0, float* tile)
+      : g_(g), x_(x), col0_(col0), tile_(tile) {}
+
+  void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override;
+  static int64_t tile_elems();
+
+ private:
+  const ConvGeometry& g_;
+  const float* x_;
+  int64_t col0_;
+  float* tile_;
+};
+
 }  // namespace aclnn_cpu::conv

@@ -46,6 +46,7 @@ struct KernelPlan {
   int64_t pack_elems = 0;     // fp32 GEMM packing scratch per slot (gemm/sgemm.h), 0 for double
   bool implicit = false;      // fp32 AVX-512 forward-form GEMMs: implicit im2col (im2col_panels.h)
   int64_t wpack_elems = 0;    //   with the weights packed once per call (all groups)
+  bool bw_implicit = false;   // fp32 AVX-512 weight gradient with transposed implicit panels
 };
 
 // Which primitives a plan must serve.

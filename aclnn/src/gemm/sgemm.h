@@ -60,10 +60,11 @@ int64_t sgemm_avx512_pack_elems();
 int64_t packed_a_elems(int64_t M, int64_t K);
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
 
-// C[M, N] (+)= A * B with A pre-packed by pack_a_once and B either a strided view (`b_mat`) or
-// a panel source (`b_panels`, exactly one of the two non-null). AVX-512 only.
-void sgemm_avx512_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* b_mat,
-                         const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
-                         float* scratch);
+// C[M, N] (+)= A * B with A either pre-packed by pack_a_once (`packed_a`) or a strided view
+// (`a_mat`), and B either a strided view (`b_mat`) or a panel source (`b_panels`); exactly one of
+// each pair non-null. AVX-512 only.
+void sgemm_avx512_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
+                         const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C,
+                         int64_t ldc, float* scratch);
 
 }  // namespace aclnn_cpu::gemm

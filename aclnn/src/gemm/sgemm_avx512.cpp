@@ -35,6 +35,8 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "gemm/transpose16_avx512.h"
+
 namespace aclnn_cpu::gemm {
 namespace {
 
@@ -46,37 +48,6 @@ constexpr int64_t kNC = 480;  // multiple of kNR
 
 inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
-}
-
-// In-register transpose of 16 x 16: r[i] holds row i on entry and column i on exit.
-inline void transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-    r[i + 1] =
-        _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-    r[i + 2] = _mm512_castpd_ps(
-        _mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-    r[i + 3] = _mm512_castpd_ps(
-        _mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-  }
-  // r[4q + j] now holds, in 128-bit lane L, element j of rows 4L' .. (rows 4q..4q+3 of lane L):
-  // lanes still need a 4 x 4 transpose of 128-bit blocks across r[j], r[4+j], r[8+j], r[12+j].
-  for (int j = 0; j < 4; ++j) {
-    const __m512 a = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);       // lanes 0,2 | 0,2
-    const __m512 b = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);       // lanes 1,3 | 1,3
-    const __m512 c = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);  // lanes 0,2 | 0,2
-    const __m512 d = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);  // lanes 1,3 | 1,3
-    t[j] = _mm512_shuffle_f32x4(a, c, 0x88);                           // lane 0 of all four
-    t[8 + j] = _mm512_shuffle_f32x4(a, c, 0xdd);                       // lane 2
-    t[4 + j] = _mm512_shuffle_f32x4(b, d, 0x88);                       // lane 1
-    t[12 + j] = _mm512_shuffle_f32x4(b, d, 0xdd);                      // lane 3
-  }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
 
 // Ap[p][k][r] = A(i0 + p*8 + r, k0 + k), zero past row m.
@@ -130,7 +101,7 @@ void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* 
         } else {
           for (int64_t q = 0; q < 3; ++q) {
             const int64_t left = cols - 16 * q;
-            const __mmask16 m = static_cast<__mmask16>(left >= 16 ? 0xffff
+            const __mmask16 m = static_cast<__mmask16>(left >= 16  ? 0xffff
                                                        : left <= 0 ? 0
                                                                    : (1u << left) - 1);
             _mm512_store_ps(d + 16 * q, _mm512_maskz_loadu_ps(m, s + p * kNR + 16 * q));
@@ -272,19 +243,21 @@ int64_t packed_a_elems(int64_t M, int64_t K) {
 // 8-row panels follow each other (panel p at p * 8 * kc), exactly what pack_a writes per block.
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
   const int64_t m_padded = (M + kMR - 1) / kMR * kMR;
-  for (int64_t pc = 0; pc < K; pc += kKC) pack_a(A, 0, M, pc, min64(kKC, K - pc), packed + pc * m_padded);
+  for (int64_t pc = 0; pc < K; pc += kKC)
+    pack_a(A, 0, M, pc, min64(kKC, K - pc), packed + pc * m_padded);
 }
 
-void sgemm_avx512_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* b_mat,
-                         const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
-                         float* scratch) {
+void sgemm_avx512_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
+                         const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C,
+                         int64_t ldc, float* scratch) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
     if (!accumulate)
-      for (int64_t i = 0; i < M; ++i) memset(C + i * ldc, 0, static_cast<size_t>(N) * sizeof(float));
+      for (int64_t i = 0; i < M; ++i)
+        memset(C + i * ldc, 0, static_cast<size_t>(N) * sizeof(float));
     return;
   }
-  gemm_blocked(M, N, K, nullptr, packed_a, b_mat, b_panels, accumulate, C, ldc, scratch);
+  gemm_blocked(M, N, K, a_mat, packed_a, b_mat, b_panels, accumulate, C, ldc, scratch);
 }
 
 }  // namespace aclnn_cpu::gemm

@@ -1,0 +1,41 @@
+// transpose16: 16 x 16 fp32 in-register transpose, shared by the AVX-512 packing routines.
+// Include only inside an AVX-512 target region (#pragma GCC target), after the runtime CPU check
+// has been made by the caller's dispatch.
+#pragma once
+
+#include <immintrin.h>
+
+namespace aclnn_cpu::gemm {
+
+// In-register transpose of 16 x 16: r[i] holds row i on entry and column i on exit.
+static inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 1] =
+        _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 2] = _mm512_castpd_ps(
+        _mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    r[i + 3] = _mm512_castpd_ps(
+        _mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  // r[4q + j] now holds, in 128-bit lane L, element j of rows 4L' .. (rows 4q..4q+3 of lane L):
+  // lanes still need a 4 x 4 transpose of 128-bit blocks across r[j], r[4+j], r[8+j], r[12+j].
+  for (int j = 0; j < 4; ++j) {
+    const __m512 a = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);       // lanes 0,2 | 0,2
+    const __m512 b = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);       // lanes 1,3 | 1,3
+    const __m512 c = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);  // lanes 0,2 | 0,2
+    const __m512 d = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);  // lanes 1,3 | 1,3
+    t[j] = _mm512_shuffle_f32x4(a, c, 0x88);                           // lane 0 of all four
+    t[8 + j] = _mm512_shuffle_f32x4(a, c, 0xdd);                       // lane 2
+    t[4 + j] = _mm512_shuffle_f32x4(b, d, 0x88);                       // lane 1
+    t[12 + j] = _mm512_shuffle_f32x4(b, d, 0xdd);                      // lane 3
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+}  // namespace aclnn_cpu::gemm
