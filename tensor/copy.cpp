@@ -1,4 +1,5 @@
-// Data movement of Tensor: copy_, fill_, contiguous, clone, to. All go through for_each_strided.
+// Data movement of Tensor: copy_, fill_, contiguous, clone, to. All go through for_each_strided
+// (in parallel for large tensors: every element is written once, from its own source element).
 #include <algorithm>
 #include <cstring>
 
@@ -75,25 +76,31 @@ void copy_into(const Tensor& dst, Tensor src) {
   }
   if (dst.dtype() == src.dtype()) {
     const int64_t es = dst.element_size();
-    for_each_strided(dst, {src}, [es](int64_t n, char* o, const char* const* in, const int64_t* s) {
-      switch (es) {
-        case 1:
-          return copy_bits<uint8_t>(n, o, in[0], s);
-        case 2:
-          return copy_bits<uint16_t>(n, o, in[0], s);
-        case 4:
-          return copy_bits<uint32_t>(n, o, in[0], s);
-        default:
-          return copy_bits<uint64_t>(n, o, in[0], s);
-      }
-    });
+    for_each_strided(
+        dst, {src},
+        [es](int64_t n, char* o, const char* const* in, const int64_t* s) {
+          switch (es) {
+            case 1:
+              return copy_bits<uint8_t>(n, o, in[0], s);
+            case 2:
+              return copy_bits<uint16_t>(n, o, in[0], s);
+            case 4:
+              return copy_bits<uint32_t>(n, o, in[0], s);
+            default:
+              return copy_bits<uint64_t>(n, o, in[0], s);
+          }
+        },
+        Parallel::Yes);
     return;
   }
   dispatch_dtype(dst.dtype(), [&]<typename To>() {
     dispatch_dtype(src.dtype(), [&]<typename From>() {
-      for_each_strided(dst, {src}, [](int64_t n, char* o, const char* const* in, const int64_t* s) {
-        copy_convert<To, From>(n, o, in[0], s);
-      });
+      for_each_strided(
+          dst, {src},
+          [](int64_t n, char* o, const char* const* in, const int64_t* s) {
+            copy_convert<To, From>(n, o, in[0], s);
+          },
+          Parallel::Yes);
     });
   });
 }
@@ -109,13 +116,16 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
 const Tensor& Tensor::fill_(Scalar value) const {
   dispatch_dtype(dtype(), [&]<typename T>() {
     const T v = value.to<T>();
-    for_each_strided(*this, {}, [v](int64_t n, char* o, const char* const*, const int64_t* s) {
-      if (s[0] == sizeof(T)) {
-        std::fill_n(reinterpret_cast<T*>(o), n, v);
-      } else {
-        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(o + i * s[0]) = v;
-      }
-    });
+    for_each_strided(
+        *this, {},
+        [v](int64_t n, char* o, const char* const*, const int64_t* s) {
+          if (s[0] == sizeof(T)) {
+            std::fill_n(reinterpret_cast<T*>(o), n, v);
+          } else {
+            for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(o + i * s[0]) = v;
+          }
+        },
+        Parallel::Yes);
   });
   bump_version();
   return *this;

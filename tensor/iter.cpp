@@ -1,6 +1,11 @@
 #include "tensor/iter.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
+#include <cstdlib>
 
 namespace aclgrad {
 
@@ -64,7 +69,9 @@ StridedPlan make_plan(const Shape& sizes, const Shape& strides, std::vector<char
   return p;
 }
 
-void run_plan(StridedPlan& p, StridedLoop loop) {
+// Calls loop over the elements [begin, end) of the plan (row-major over p.sizes), one call per
+// (part of an) innermost run.
+void run_range(const StridedPlan& p, int64_t begin, int64_t end, StridedLoop loop) {
   const int64_t nd = static_cast<int64_t>(p.sizes.size());
   std::vector<char*> ptr = p.bases;
   const char* const* ins = ptr.data() + 1;
@@ -73,14 +80,25 @@ void run_plan(StridedPlan& p, StridedLoop loop) {
     loop(1, ptr[0], ins, zeros.data());
     return;
   }
+  // Start position: begin as an odometer reading.
+  std::vector<int64_t> counter(nd, 0);
+  for (int64_t d = nd - 1, rest = begin; d >= 0; --d) {
+    counter[d] = rest % p.sizes[d];
+    rest /= p.sizes[d];
+    for (int64_t k = 0; k < p.nops; ++k) ptr[k] += counter[d] * p.strides[d * p.nops + k];
+  }
   const int64_t n = p.sizes[nd - 1];
   const int64_t* inner = &p.strides[(nd - 1) * p.nops];
-  std::vector<int64_t> counter(nd, 0);
-  while (true) {
-    loop(n, ptr[0], ins, inner);
-    // Odometer over the outer dims; pointers never leave the operands' ranges.
-    int64_t d = nd - 2;
-    for (; d >= 0; --d) {
+  for (int64_t i = begin; true;) {
+    const int64_t len = std::min(n - counter[nd - 1], end - i);
+    loop(len, ptr[0], ins, inner);
+    i += len;
+    if (i >= end) return;
+    // The run ended at the end of the innermost dim: back to its start, then the odometer over
+    // the outer dims; pointers never leave the operands' ranges.
+    for (int64_t k = 0; k < p.nops; ++k) ptr[k] -= inner[k] * counter[nd - 1];
+    counter[nd - 1] = 0;
+    for (int64_t d = nd - 2; d >= 0; --d) {
       const int64_t* s = &p.strides[d * p.nops];
       if (counter[d] + 1 < p.sizes[d]) {
         ++counter[d];
@@ -90,8 +108,61 @@ void run_plan(StridedPlan& p, StridedLoop loop) {
       for (int64_t k = 0; k < p.nops; ++k) ptr[k] -= s[k] * (p.sizes[d] - 1);
       counter[d] = 0;
     }
-    if (d < 0) return;
   }
+}
+
+// Addresses [lo, hi) operand k can touch.
+std::pair<uintptr_t, uintptr_t> address_range(const StridedPlan& p, int64_t k, int64_t es) {
+  int64_t lo = 0, hi = es;
+  for (size_t d = 0; d < p.sizes.size(); ++d) {
+    const int64_t extent = p.strides[d * p.nops + k] * (p.sizes[d] - 1);
+    (extent < 0 ? lo : hi) += extent;
+  }
+  const auto base = reinterpret_cast<uintptr_t>(p.bases[k]);
+  return {base + static_cast<uintptr_t>(lo), base + static_cast<uintptr_t>(hi)};
+}
+
+// May disjoint element ranges of the plan run concurrently? Only if every output element has its
+// own address (sorted by stride, each dim steps over the whole extent of the smaller ones) and
+// no input overlaps the output except exactly (same base and strides: an in-place op).
+bool splittable(const StridedPlan& p, const std::vector<int64_t>& element_sizes) {
+  const size_t nd = p.sizes.size();
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of the output
+  for (size_t d = 0; d < nd; ++d) dims.emplace_back(std::abs(p.strides[d * p.nops]), p.sizes[d]);
+  std::sort(dims.begin(), dims.end());
+  int64_t extent = element_sizes[0];
+  for (const auto& [stride, size] : dims) {
+    if (stride < extent) return false;
+    extent = stride * size;
+  }
+  const auto [out_lo, out_hi] = address_range(p, 0, element_sizes[0]);
+  for (int64_t k = 1; k < p.nops; ++k) {
+    const auto [lo, hi] = address_range(p, k, element_sizes[k]);
+    if (lo >= out_hi || out_lo >= hi) continue;
+    bool same = p.bases[k] == p.bases[0] && element_sizes[k] == element_sizes[0];
+    for (size_t d = 0; same && d < nd; ++d)
+      same = p.strides[d * p.nops + k] == p.strides[d * p.nops];
+    if (!same) return false;
+  }
+  return true;
+}
+
+void run_plan(const StridedPlan& p, const std::vector<int64_t>& element_sizes, StridedLoop loop,
+              Parallel parallel) {
+  int64_t total = 1;
+  for (int64_t s : p.sizes) total *= s;
+  const int64_t tasks = total / kParallelGrain;
+  if (parallel == Parallel::No || tasks < 2 || tbb::this_task_arena::max_concurrency() < 2 ||
+      !splittable(p, element_sizes)) {
+    run_range(p, 0, total, loop);
+    return;
+  }
+  // Task t covers elements [t, t + 1) * kParallelGrain; the last one also takes the remainder.
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      const int64_t end = r.end() == tasks ? total : r.end() * kParallelGrain;
+                      run_range(p, r.begin() * kParallelGrain, end, loop);
+                    });
 }
 
 bool broadcastable_to(const Shape& from, const Shape& to) {
@@ -104,20 +175,23 @@ bool broadcastable_to(const Shape& from, const Shape& to) {
 }
 
 void run(const Shape& sizes, const std::vector<const Layout*>& layouts,
-         const std::vector<const Tensor*>& tensors, StridedLoop loop) {
+         const std::vector<const Tensor*>& tensors, StridedLoop loop,
+         Parallel parallel = Parallel::No) {
   const int64_t ndim = static_cast<int64_t>(sizes.size());
   for (int64_t s : sizes) {
     if (s == 0) return;
   }
   Shape strides;
   std::vector<char*> bases;
+  std::vector<int64_t> element_sizes;
   for (size_t k = 0; k < layouts.size(); ++k) {
     const int64_t es = tensors[k]->element_size();
     for (int64_t d = 0; d < ndim; ++d) strides.push_back(layouts[k]->strides()[d] * es);
     bases.push_back(static_cast<char*>(tensors[k]->data_ptr()));
+    element_sizes.push_back(es);
   }
-  StridedPlan plan = make_plan(sizes, strides, std::move(bases));
-  run_plan(plan, loop);
+  const StridedPlan plan = make_plan(sizes, strides, std::move(bases));
+  run_plan(plan, element_sizes, loop, parallel);
 }
 
 }  // namespace
@@ -138,7 +212,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
-void for_each_strided(const Tensor& out, std::span<const Tensor> ins, StridedLoop loop) {
+void for_each_strided(const Tensor& out, std::span<const Tensor> ins, StridedLoop loop,
+                      Parallel parallel) {
   std::vector<Layout> expanded;
   expanded.reserve(ins.size());
   for (size_t k = 0; k < ins.size(); ++k) {
@@ -154,7 +229,7 @@ void for_each_strided(const Tensor& out, std::span<const Tensor> ins, StridedLoo
     layouts.push_back(&expanded[k]);
     tensors.push_back(&ins[k]);
   }
-  run(out.sizes(), layouts, tensors, loop);
+  run(out.sizes(), layouts, tensors, loop, parallel);
 }
 
 void for_each_reduce(const Tensor& out, const Tensor& in, const Shape& dims, StridedLoop loop) {
