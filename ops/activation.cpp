@@ -151,12 +151,25 @@ struct Softplus {
 
 // ---- composed backwards ----
 
-// y = relu(x): dy/dx = 1 where y > 0.
+// y = relu(x): dy/dx = 1 where y > 0. Differentiable ops under create_graph; otherwise one fused
+// pass with the same values (masked_fill(g, y <= 0, 0) without the bool mask in between).
 struct ReluBackward final : Node {
   ReluBackward() : Node("ReluBackward") {}
   size_t y = 0;
   tensor_list apply(tensor_list&& grads) override {
-    return {masked_fill(grads[0], le(saved(y), 0), 0)};
+    const Tensor& g = grads[0];
+    const Tensor yv = saved(y);
+    if (GradMode::is_enabled()) return {masked_fill(g, le(yv, 0), 0)};
+    kernels::check_same_dtype("relu_backward", g, yv);
+    Tensor dx = empty(g.sizes(), g.dtype());
+    dispatch_floating_dtype(g.dtype(), "relu_backward", [&]<typename T>() {
+      using C = kernels::compute_t<T>;
+      const T zero = convert<T>(0.0);
+      map_elementwise<T, T, T>(dx, {g, yv}, [zero](T a, T v) {
+        return kernels::select(convert<C>(v) <= C(0), zero, a);
+      });
+    });
+    return {dx};
   }
 };
 

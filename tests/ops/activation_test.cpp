@@ -114,6 +114,36 @@ TEST(Activation, HandComputedGradients) {
   expect_tensor(x.grad(), {3}, {1 / (1 + std::exp(2.0)), 0.5, 1}, 1e-15);
 }
 
+// relu's backward without create_graph is one fused pass (split over threads for large
+// tensors): g where y > 0 (NaN inputs pass g through, like masked_fill(g, y <= 0, 0)), +0
+// elsewhere. Against a float64 reference, the composed (create_graph) backward, and 1 vs 2
+// threads, bit for bit.
+TEST(Activation, ReluFusedBackwardMatchesReferenceComposedAndThreadCount) {
+  const Shape shape{300, 701};
+  std::vector<double> xv = uniform_var(shape, -1, 1, 40).detach().to_vector<double>();
+  for (size_t i = 0; i < xv.size(); i += 53) xv[i] = 0.0;
+  for (size_t i = 7; i < xv.size(); i += 59) xv[i] = -0.0;
+  for (size_t i = 11; i < xv.size(); i += 61) xv[i] = kNan;
+  const Tensor g = uniform_var(shape, -1, 1, 41).detach().to(Dtype::Float32);
+  auto run = [&](int threads, bool create_graph) {
+    return testing::with_threads(threads, [&] {
+      Tensor x = from_vector(xv, shape).to(Dtype::Float32);
+      x.requires_grad_();
+      return autograd::grad({relu(x)}, {x}, {g}, std::nullopt, create_graph)[0].detach();
+    });
+  };
+  const Tensor dx = run(2, false);
+  const std::vector<double> gv = g.to_vector<double>(), got = dx.to_vector<double>();
+  int64_t wrong = 0;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const double want = std::isnan(xv[i]) || xv[i] > 0 ? gv[i] : 0.0;
+    wrong += got[i] != want || std::signbit(got[i]) != std::signbit(want);
+  }
+  EXPECT_EQ(wrong, 0) << "of " << xv.size();
+  EXPECT_EQ(testing::bytes_of(run(1, false)), testing::bytes_of(dx));
+  EXPECT_EQ(testing::bytes_of(run(2, true)), testing::bytes_of(dx));
+}
+
 TEST(Activation, FusedBackwardsSupportExactlyOneMoreDerivative) {
   Tensor x = uniform_var({3}, -2, 2, 33);
   Tensor g1 = autograd::grad({sum(gelu(x))}, {x}, {}, std::nullopt, true)[0];

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "autograd/autograd.h"
 #include "tensor/creation.h"
@@ -30,6 +33,21 @@ void expect_gradients_correct(F fn, const autograd::tensor_list& inputs, bool se
   if (second) {
     EXPECT_NO_THROW(EXPECT_TRUE(autograd::gradgradcheck(fn, inputs)));
   }
+}
+
+/// Runs f inside a oneTBB arena of the given number of threads and returns its result (ops split
+/// large tensors over the calling arena's threads).
+template <typename F>
+auto with_threads(int threads, F f) {
+  tbb::task_arena arena(threads);
+  return arena.execute(f);
+}
+
+/// The bytes of a float32 or float64 tensor, to compare results bit for bit.
+inline std::vector<unsigned char> bytes_of(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  const auto* p = static_cast<const unsigned char*>(c.data_ptr());
+  return std::vector<unsigned char>(p, p + c.numel() * c.element_size());
 }
 
 }  // namespace aclgrad::testing
