@@ -53,10 +53,31 @@ void parallel_chunks(int64_t count, int64_t work_per_item, F f) {
                     [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
 }
 
-// Calls row(c, p) for every row p (length S) of channel c.
-template <typename T, typename F>
-void for_channel_rows(const ChannelGeometry& g, const T* x, int64_t c, F row) {
-  for (int64_t n = 0; n < g.N; ++n) row(x + (n * g.C + c) * g.S);
+// Per-channel sums in kLanes independent double partial sums: element i of every row goes to
+// lane i % kLanes, and the lanes are added in a fixed order at the end. The lanes let the loops
+// vectorise (a single accumulator would serialise every add on its latency); the result depends
+// only on the data, never on the thread count (a channel is summed by one task).
+constexpr int64_t kLanes = 8;
+
+struct Lanes {
+  double v[kLanes] = {};
+  double total() const {
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+  }
+};
+
+// Calls add(offset, lane) for every element of channel c (offset into x, lane = its index in
+// the row % kLanes), in memory order.
+template <typename F>
+void for_channel_lanes(const ChannelGeometry& g, int64_t c, F add) {
+  const int64_t full = g.S / kLanes * kLanes;
+  for (int64_t n = 0; n < g.N; ++n) {
+    const int64_t r = (n * g.C + c) * g.S;  // the row's offset
+    for (int64_t i = 0; i < full; i += kLanes) {
+      for (int64_t j = 0; j < kLanes; ++j) add(r + i + j, j);
+    }
+    for (int64_t i = full; i < g.S; ++i) add(r + i, i - full);
+  }
 }
 
 // Batch mean and biased variance per channel (two passes: mean, then squared deviations).
@@ -66,20 +87,15 @@ void channel_stats(const ChannelGeometry& g, const T* x, std::vector<double>& me
   const double M = static_cast<double>(g.per_channel());
   parallel_chunks(g.C, g.per_channel(), [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      double s = 0;
-      for_channel_rows(g, x, c, [&](const T* r) {
-        for (int64_t i = 0; i < g.S; ++i) s += convert<double>(r[i]);
-      });
-      const double mu = s / M;
-      double q = 0;
-      for_channel_rows(g, x, c, [&](const T* r) {
-        for (int64_t i = 0; i < g.S; ++i) {
-          const double d = convert<double>(r[i]) - mu;
-          q += d * d;
-        }
+      Lanes s, q;
+      for_channel_lanes(g, c, [&](int64_t i, int64_t j) { s.v[j] += convert<double>(x[i]); });
+      const double mu = s.total() / M;
+      for_channel_lanes(g, c, [&](int64_t i, int64_t j) {
+        const double d = convert<double>(x[i]) - mu;
+        q.v[j] += d * d;
       });
       mean[c] = mu;
-      var[c] = q / M;
+      var[c] = q.total() / M;
     }
   });
 }
@@ -150,17 +166,15 @@ struct BatchNormBackward final : Node {
       const T* gp = g.data_ptr<T>();
       parallel_chunks(geo.C, geo.per_channel(), [&](int64_t c0, int64_t c1) {
         for (int64_t c = c0; c < c1; ++c) {
-          double sg = 0, sgx = 0;  // Σ g and Σ g (x - mean); x̂ = (x - mean) invstd
-          for (int64_t n = 0; n < geo.N; ++n) {
-            const int64_t off = (n * geo.C + c) * geo.S;
-            for (int64_t i = 0; i < geo.S; ++i) {
-              const double gv = convert<double>(gp[off + i]);
-              sg += gv;
-              sgx += gv * (convert<double>(xp[off + i]) - mean[c]);
-            }
-          }
-          sum_g[c] = sg;
-          sum_gx[c] = sgx * invstd[c];
+          Lanes sg, sgx;  // Σ g and Σ g (x - mean); x̂ = (x - mean) invstd
+          const double mu = mean[c];
+          for_channel_lanes(geo, c, [&](int64_t i, int64_t j) {
+            const double gv = convert<double>(gp[i]);
+            sg.v[j] += gv;
+            sgx.v[j] += gv * (convert<double>(xp[i]) - mu);
+          });
+          sum_g[c] = sg.total();
+          sum_gx[c] = sgx.total() * invstd[c];
         }
       });
       if (!dx.defined()) return;

@@ -217,6 +217,71 @@ TEST(BatchNormBackward, Float32GradientsMatchFloat64) {
   }
 }
 
+// Large enough for the kernels' parallel paths (channels split over tasks) with rows whose
+// length (39 * 41 = 1599) is not a multiple of the 8 summation lanes; float32 input whose mean
+// is large against its spread (the two-pass variance must not cancel). Forward, running
+// statistics and the fused backward against float64 formulas, and the same bits with 1 and 2
+// threads.
+TEST(BatchNormBackward, LargeFloat32InputMatchesFloat64ReferenceWithOneAndTwoThreads) {
+  const int64_t N = 12, C = 10, S = 39 * 41;
+  const double M = static_cast<double>(N * S), eps = 1e-5, momentum = 0.1;
+  const Tensor x =
+      add(mul(uniform_var({N, C, 39, 41}, -1, 1, 80).detach(), 2.0), 30.0).to(Dtype::Float32);
+  const Tensor w = uniform_var({C}, 0.5, 2, 81).detach().to(Dtype::Float32);
+  const Tensor b = uniform_var({C}, -1, 1, 82).detach().to(Dtype::Float32);
+  const Tensor g = uniform_var({N, C, 39, 41}, -1, 1, 83).detach().to(Dtype::Float32);
+  struct Result {
+    Tensor y, dx, dw, db, running_mean, running_var;
+  };
+  auto run = [&](int threads) {
+    return testing::with_threads(threads, [&] {
+      Result r;
+      Tensor xv = x.clone(), wv = w.clone(), bv = b.clone();
+      xv.requires_grad_(), wv.requires_grad_(), bv.requires_grad_();
+      r.running_mean = zeros({C});
+      r.running_var = ones({C});
+      r.y = batch_norm(xv, r.running_mean, r.running_var, wv, bv, true, momentum, eps);
+      r.y.backward(g);
+      r.dx = xv.grad(), r.dw = wv.grad(), r.db = bv.grad();
+      return r;
+    });
+  };
+  const Result one = run(1), two = run(2);
+  for (auto member : {&Result::y, &Result::dx, &Result::dw, &Result::db, &Result::running_mean,
+                      &Result::running_var}) {
+    EXPECT_EQ(testing::bytes_of(one.*member), testing::bytes_of(two.*member));
+  }
+
+  // float64 reference: x̂ = (x - mean) invstd, y = x̂ w + b; dw = Σ g x̂, db = Σ g,
+  // dx = w invstd (g - db / M - x̂ dw / M).
+  const RefStats st = ref_stats(x);
+  const std::vector<double> wv = w.to_vector<double>(), bv = b.to_vector<double>();
+  const std::vector<double> xv = x.to_vector<double>(), gv = g.to_vector<double>();
+  expect_tensor(one.y, x.sizes(), ref_normalize(x, st.mean, st.var, wv, bv, eps), 2e-5);
+  std::vector<double> dw(C, 0), db(C, 0), dx(xv.size()), rm(C), rv(C);
+  auto xhat = [&](size_t i, int64_t c) {
+    return (xv[i] - st.mean[c]) / std::sqrt(st.var[c] + eps);
+  };
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const int64_t c = (static_cast<int64_t>(i) / S) % C;
+    dw[c] += gv[i] * xhat(i, c);
+    db[c] += gv[i];
+  }
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const int64_t c = (static_cast<int64_t>(i) / S) % C;
+    dx[i] = wv[c] / std::sqrt(st.var[c] + eps) * (gv[i] - db[c] / M - xhat(i, c) * dw[c] / M);
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    rm[c] = momentum * st.mean[c];
+    rv[c] = (1 - momentum) + momentum * st.var_unbiased[c];
+  }
+  expect_tensor(one.dx, x.sizes(), dx, 2e-5);
+  expect_tensor(one.dw, {C}, dw, 2e-3);  // sums of 19k products, stored as float32
+  expect_tensor(one.db, {C}, db, 2e-3);
+  expect_tensor(one.running_mean, {C}, rm, 1e-6);
+  expect_tensor(one.running_var, {C}, rv, 1e-6);
+}
+
 // ---- errors ----
 
 TEST(BatchNormErrors, MessagesNameTheArgumentAndSizes) {
