@@ -52,6 +52,12 @@ struct PoolPlan {
   std::array<std::vector<Window>, 3> windows;        // windows[axis][o]
   bool count_include_pad = true;                     // avg only
   std::optional<int64_t> divisor_override;           // avg only
+  // Dense: no padding, no dilation and every window whole (count = kernel), so output o of axis
+  // a reads kernel[a] consecutive positions from o * stride[a]. Max pooling with 2x2 and 3x3
+  // kernels then takes direct loops over rows (max_forward_dense) when the depth axis is
+  // trivial (2-d pooling).
+  bool dense = false;
+  std::array<int64_t, 3> kernel{1, 1, 1}, stride{1, 1, 1};
 
   int64_t in_plane() const { return in[0] * in[1] * in[2]; }
   int64_t out_plane() const { return out[0] * out[1] * out[2]; }
@@ -185,9 +191,14 @@ std::shared_ptr<PoolPlan> make_strided_plan(const char* op, const char* node_nam
                       ", stride=", spatial_of(s, rank), ", padding=", spatial_of(p, rank),
                       ", dilation=", spatial_of(d, rank), ")");
   }
+  plan->dense = true;
   for (int a = 0; a < 3; ++a) {
     plan->windows[a] = strided_windows(plan->in[a], plan->out[a], k[a], s[a], p[a], d[a]);
+    plan->dense = plan->dense && p[a] == 0 && d[a] == 1;
+    for (const Window& w : plan->windows[a]) plan->dense = plan->dense && w.count == k[a];
   }
+  plan->kernel = k;
+  plan->stride = s;
   plan_output(*plan, rank);
   return plan;
 }
@@ -255,6 +266,57 @@ void max_forward_plane(const PoolPlan& p, const T* x, T* y, int64_t* idx) {
   });
 }
 
+// max_forward_plane for a dense plan with a trivial depth axis and a KH x KW kernel: the same
+// scan (from -inf at the window's first position, take a strictly larger value or any NaN, taps
+// in row-major order), branch-free (max pooling inputs are random: branches would mispredict).
+// Starting the scan at the first tap's value is the same: the first tap wins over -inf exactly
+// when it is larger or NaN, and otherwise best stays -inf (its value) at its position. Per chunk
+// of an output row, pass 1 keeps the winning tap's number (int32, the width of a float, so the
+// loop vectorises) and pass 2 turns it into the input position.
+template <typename T, int64_t KH, int64_t KW>
+void max_forward_dense(const PoolPlan& p, const T* x, T* y, int64_t* idx) {
+  using C = kernels::compute_t<T>;
+  const int64_t W = p.in[2], Ho = p.out[1], Wo = p.out[2];
+  const int64_t sh = p.stride[1], sw = p.stride[2];
+  std::array<int64_t, KH * KW> offset;  // of tap k from the window's first position
+  for (int64_t k = 0; k < KH * KW; ++k) offset[k] = k / KW * W + k % KW;
+  constexpr int64_t kChunk = 64;
+  alignas(64) int32_t tap[kChunk];
+  for (int64_t oh = 0; oh < Ho; ++oh) {
+    for (int64_t o0 = 0; o0 < Wo; o0 += kChunk) {
+      const int64_t n = std::min(kChunk, Wo - o0), first = oh * sh * W + o0 * sw;
+      const T* r = x + first;  // the first position of the chunk's first window
+      T* yr = y + oh * Wo + o0;
+      for (int64_t o = 0; o < n; ++o) {
+        C best = convert<C>(r[o * sw]);
+        int32_t t = 0;
+        for (int64_t k = 1; k < KH * KW; ++k) {
+          const C v = convert<C>(r[k / KW * W + o * sw + k % KW]);
+          const bool take = (v > best) | (v != v);  // v != v: NaN
+          best = kernels::select(take, v, best);
+          t = kernels::select(take, static_cast<int32_t>(k), t);
+        }
+        yr[o] = convert<T>(best);
+        tap[o] = t;
+      }
+      int64_t* ir = idx + oh * Wo + o0;
+      for (int64_t o = 0; o < n; ++o) ir[o] = first + o * sw + offset[tap[o]];
+    }
+  }
+}
+
+template <typename T>
+void max_forward_any(const PoolPlan& p, const T* x, T* y, int64_t* idx) {
+  const bool dense2d = p.dense && p.in[0] == 1;
+  if (dense2d && p.kernel[1] == 2 && p.kernel[2] == 2) {
+    return max_forward_dense<T, 2, 2>(p, x, y, idx);
+  }
+  if (dense2d && p.kernel[1] == 3 && p.kernel[2] == 3) {
+    return max_forward_dense<T, 3, 3>(p, x, y, idx);
+  }
+  max_forward_plane<T>(p, x, y, idx);
+}
+
 // y = sum over the window / divisor.
 template <typename T>
 void avg_forward_plane(const PoolPlan& p, const T* x, T* y) {
@@ -317,12 +379,14 @@ Tensor avg_forward(const Tensor& x_in, const PlanPtr& plan) {
 Tensor avg_adjoint(const Tensor& g_in, const PlanPtr& plan) {
   const PoolPlan& p = *plan;
   const Tensor g = g_in.contiguous();  // [P, D_out, H_out, W_out]
-  Tensor gi = zeros(p.in_shape, g.dtype());
+  Tensor gi = empty(p.in_shape, g.dtype());
   dispatch_floating_dtype(g.dtype(), p.op, [&]<typename T>() {
     const T* gp = g.data_ptr<T>();
     T* gip = gi.data_ptr<T>();
     for_each_plane(p, [&](int64_t i) {
-      avg_adjoint_plane<T>(p, gp + i * p.out_plane(), gip + i * p.in_plane());
+      T* plane = gip + i * p.in_plane();
+      std::fill_n(plane, p.in_plane(), convert<T>(0.0));  // zeroed by the task that adds into it
+      avg_adjoint_plane<T>(p, gp + i * p.out_plane(), plane);
     });
   });
   if (auto node = make_node<AvgPoolBackward>({g_in}, "AvgPoolBackwardBackward", plan, true)) {
@@ -356,8 +420,7 @@ std::tuple<Tensor, Tensor> max_forward(const Tensor& x_in, const PlanPtr& plan) 
     T* yp = y.data_ptr<T>();
     int64_t* ip = idx.data_ptr<int64_t>();
     for_each_plane(p, [&](int64_t i) {
-      max_forward_plane<T>(p, xp + i * p.in_plane(), yp + i * p.out_plane(),
-                           ip + i * p.out_plane());
+      max_forward_any<T>(p, xp + i * p.in_plane(), yp + i * p.out_plane(), ip + i * p.out_plane());
     });
   });
   if (auto node = make_node<MaxPoolBackward>({x_in}, p.node_name, plan, idx, true))
@@ -369,7 +432,7 @@ std::tuple<Tensor, Tensor> max_forward(const Tensor& x_in, const PlanPtr& plan) 
 Tensor max_scatter(const Tensor& g_in, const Tensor& idx, const PlanPtr& plan) {
   const PoolPlan& p = *plan;
   const Tensor g = g_in.contiguous();
-  Tensor gi = zeros(p.in_shape, g.dtype());
+  Tensor gi = empty(p.in_shape, g.dtype());
   dispatch_floating_dtype(g.dtype(), p.op, [&]<typename T>() {
     using C = kernels::compute_t<T>;
     const T* gp = g.data_ptr<T>();
@@ -379,6 +442,7 @@ Tensor max_scatter(const Tensor& g_in, const Tensor& idx, const PlanPtr& plan) {
       const T* go = gp + i * p.out_plane();
       const int64_t* ix = ip + i * p.out_plane();
       T* dst = gip + i * p.in_plane();
+      std::fill_n(dst, p.in_plane(), convert<T>(0.0));  // zeroed by the task that scatters
       for (int64_t o = 0; o < p.out_plane(); ++o) {
         if (ix[o] >= 0) dst[ix[o]] = convert<T>(convert<C>(dst[ix[o]]) + convert<C>(go[o]));
       }

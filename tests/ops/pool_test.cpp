@@ -297,6 +297,92 @@ TEST(PoolForward, ManyPlanesRunInParallelLikeTheReference) {
   expect_tensor(run_avg(x, c), ref.shape, ref_pool(x, c, false).values, 1e-5);
 }
 
+// 2-d max pooling without padding or dilation whose windows are all whole takes direct row loops
+// for 2x2 and 3x3 kernels. Against a float64 reference of PyTorch's scan (from -inf at the
+// window's first position, a strictly larger value or any NaN wins) on values with many ties,
+// NaN and ±inf, forward (values and indices) and backward (gradients added at the indices),
+// with the same bits on 1 and 2 threads. Sizes: the model's first pool (split over tasks), odd
+// sizes (last row/column unused), overlapping windows and stride > kernel.
+TEST(PoolForward, DenseTwoByTwoAndThreeByThreeMatchReferenceWithOneAndTwoThreads) {
+  struct DenseCase {
+    Shape in;
+    int64_t k, s;
+  };
+  const std::vector<DenseCase> cases{{{4, 40, 28, 28}, 2, 2}, {{3, 30, 29, 31}, 2, 2},
+                                     {{2, 20, 31, 31}, 3, 2}, {{2, 20, 17, 19}, 3, 1},
+                                     {{2, 20, 16, 16}, 2, 1}, {{2, 20, 9, 70}, 2, 3},
+                                     {{5, 12, 12}, 2, 2}};
+  uint64_t seed = 1000;
+  for (const DenseCase& c : cases) {
+    for (Dtype dt : {Dtype::Float32, Dtype::Float64}) {
+      SCOPED_TRACE(format_shape(c.in) + " k=" + std::to_string(c.k) + " s=" + std::to_string(c.s) +
+                   (dt == Dtype::Float32 ? " float32" : " float64"));
+      // Multiples of 0.25 in [-2, 2] (ties everywhere), with a few NaN and ±inf.
+      Generator gen(++seed);
+      std::vector<double> xv = rand(c.in, Dtype::Float64, &gen).to_vector<double>();
+      for (double& v : xv) v = std::floor(v * 16) / 4 - 2;
+      for (size_t i = 0; i < xv.size(); i += 97) xv[i] = kNan;
+      for (size_t i = 13; i < xv.size(); i += 89) xv[i] = -kInf;
+      for (size_t i = 41; i < xv.size(); i += 211) xv[i] = kInf;
+      const Tensor x = from_vector(xv, c.in).to(dt);
+      const int64_t H = c.in[c.in.size() - 2], W = c.in.back();
+      const int64_t Ho = (H - c.k) / c.s + 1, Wo = (W - c.k) / c.s + 1;
+      const int64_t planes = x.numel() / (H * W);
+      Shape out_shape(c.in.begin(), c.in.end() - 2);
+      out_shape.push_back(Ho);
+      out_shape.push_back(Wo);
+      const Tensor g = uniform_var(out_shape, -1, 1, ++seed).detach().to(dt);
+
+      // Reference: values, indices, and dx = g added at the indices.
+      std::vector<double> ref_y, ref_dx(xv.size(), 0.0);
+      std::vector<int64_t> ref_idx;
+      const std::vector<double> gv = g.to_vector<double>();
+      for (int64_t p = 0; p < planes; ++p) {
+        for (int64_t oh = 0; oh < Ho; ++oh) {
+          for (int64_t ow = 0; ow < Wo; ++ow) {
+            double best = -kInf;
+            int64_t at = oh * c.s * W + ow * c.s;
+            for (int64_t i = 0; i < c.k; ++i) {
+              for (int64_t j = 0; j < c.k; ++j) {
+                const int64_t pos = (oh * c.s + i) * W + ow * c.s + j;
+                const double v = xv[p * H * W + pos];
+                if (v > best || std::isnan(v)) best = v, at = pos;
+              }
+            }
+            ref_dx[p * H * W + at] += gv[ref_y.size()];
+            ref_y.push_back(best);
+            ref_idx.push_back(at);
+          }
+        }
+      }
+
+      auto run = [&](int threads) {
+        return testing::with_threads(threads, [&] {
+          Tensor xr = x.clone();
+          xr.requires_grad_();
+          auto [y, idx] = max_pool2d_with_indices(xr, {c.k}, {c.s});
+          y.backward(g);
+          return std::make_tuple(y, idx, xr.grad());
+        });
+      };
+      const auto [y, idx, dx] = run(2);
+      ASSERT_EQ(y.sizes(), out_shape);
+      EXPECT_EQ(idx.to_vector<int64_t>(), ref_idx);
+      const std::vector<double> yv = y.to_vector<double>();
+      int64_t wrong = 0;
+      for (size_t i = 0; i < yv.size(); ++i) {
+        wrong += std::isnan(ref_y[i]) ? !std::isnan(yv[i]) : yv[i] != ref_y[i];
+      }
+      EXPECT_EQ(wrong, 0) << "of " << yv.size() << " outputs";
+      expect_tensor(dx, c.in, ref_dx, dt == Dtype::Float32 ? 1e-6 : 1e-15);
+      const auto [y1, idx1, dx1] = run(1);
+      EXPECT_EQ(testing::bytes_of(y1), testing::bytes_of(y));
+      EXPECT_EQ(idx1.to_vector<int64_t>(), idx.to_vector<int64_t>());
+      EXPECT_EQ(testing::bytes_of(dx1), testing::bytes_of(dx));
+    }
+  }
+}
+
 // ---- conventions: ties, NaN, -inf, all-padding windows ----
 
 TEST(PoolConventions, TiesGoToTheFirstPositionNanWinsMinusInfIsKept) {
