@@ -1,5 +1,8 @@
 // Adam and AdamW: PyTorch 1.13's _single_tensor_adam / _single_tensor_adamw, same order of
 // operations (each PyTorch tensor op becomes one rounding in the parameter's type here).
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -94,30 +97,47 @@ void adam_update(const Tensor& p, const Tensor& grad, const Tensor& m, const Ten
     T* v_ = v.data_ptr<T>();
     T* vm = amsgrad ? vmax.data_ptr<T>() : nullptr;
     constexpr int64_t kBlock = 256;
-    alignas(64) T root[kBlock];
-    for (int64_t start = 0, n = p.numel(); start < n; start += kBlock) {
-      const int64_t len = std::min(kBlock, n - start);
-      T* xb = x + start;
-      T* mb = m_ + start;
-      T* vb = v_ + start;
-      const T* gb = g + start;
-      if (amsgrad) {
-        T* vmb = vm + start;
-        for (int64_t i = 0; i < len; ++i) {
-          T gi = gb[i];
-          moments(xb[i], gi, mb[i], vb[i]);
-          vmb[i] = std::max(vmb[i], vb[i]);
-          root[i] = vmb[i];
+    auto update = [&](int64_t begin, int64_t end) {
+      // Local copies of the bodies: their captured scalars cannot alias the buffers, so they
+      // stay in registers and the loops vectorise.
+      const auto moments_ = moments;
+      const auto apply_root_ = apply_root;
+      alignas(64) T root[kBlock];
+      for (int64_t start = begin; start < end; start += kBlock) {
+        const int64_t len = std::min(kBlock, end - start);
+        T* xb = x + start;
+        T* mb = m_ + start;
+        T* vb = v_ + start;
+        const T* gb = g + start;
+        if (amsgrad) {
+          T* vmb = vm + start;
+          for (int64_t i = 0; i < len; ++i) {
+            T gi = gb[i];
+            moments_(xb[i], gi, mb[i], vb[i]);
+            vmb[i] = std::max(vmb[i], vb[i]);
+            root[i] = vmb[i];
+          }
+        } else {
+          for (int64_t i = 0; i < len; ++i) {
+            T gi = gb[i];
+            moments_(xb[i], gi, mb[i], vb[i]);
+            root[i] = vb[i];
+          }
         }
-      } else {
-        for (int64_t i = 0; i < len; ++i) {
-          T gi = gb[i];
-          moments(xb[i], gi, mb[i], vb[i]);
-          root[i] = vb[i];
-        }
+        detail::sqrt_in_place(root, len);
+        for (int64_t i = 0; i < len; ++i) apply_root_(xb[i], mb[i], root[i]);
       }
-      detail::sqrt_in_place(root, len);
-      for (int64_t i = 0; i < len; ++i) apply_root(xb[i], mb[i], root[i]);
+    };
+    // Large parameters: disjoint ranges of kParallelGrain elements (a multiple of kBlock) as
+    // oneTBB tasks; every element gets the same operations either way.
+    const int64_t n = p.numel(), tasks = n / kParallelGrain;
+    if (tasks < 2) {
+      update(0, n);
+    } else {
+      tbb::parallel_for(
+          tbb::blocked_range<int64_t>(0, tasks), [&](const tbb::blocked_range<int64_t>& r) {
+            update(r.begin() * kParallelGrain, r.end() == tasks ? n : r.end() * kParallelGrain);
+          });
     }
   } else if (amsgrad) {
     detail::for_each_param_element<T>(

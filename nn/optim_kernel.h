@@ -44,37 +44,40 @@ inline void sqrt_in_place(T* x, int64_t n) {
 /// Calls f(T& p, T g, T&... s) for every element of param, with grad and each state tensor at the
 /// same index (all have param's shape and dtype T). Goes through for_each_strided, so any strides
 /// work; contiguous runs take a plain loop the compiler vectorises. param and the state tensors
-/// are written in place; the caller bumps their versions.
+/// are written in place; the caller bumps their versions. Large parameters are split over threads
+/// (Parallel::Yes): f must touch only the elements it is given.
 template <typename T, typename F, typename... S>
 void for_each_param_element(const Tensor& param, const Tensor& grad, F f, const S&... state) {
   constexpr size_t K = sizeof...(S);
-  for_each_strided(param, {grad, state...},
-                   [&](int64_t n, char* out, const char* const* in, const int64_t* st) {
-                     [&]<size_t... I>(std::index_sequence<I...>) {
-                       // State tensors are inputs of the iteration but are written: they are our
-                       // own (non-const) buffers.
-                       char* s[K > 0 ? K : 1] = {const_cast<char*>(in[1 + I])...};
-                       (void)s;
-                       constexpr int64_t es = sizeof(T);
-                       // A local copy of the body: its captured scalars cannot alias the
-                       // buffers, so they stay in registers and the loop vectorises.
-                       F fn = f;
-                       if (st[0] == es && st[1] == es && ((st[2 + I] == es) && ...)) {
-                         T* p = reinterpret_cast<T*>(out);
-                         const T* g = reinterpret_cast<const T*>(in[0]);
-                         for (int64_t i = 0; i < n; ++i) {
-                           fn(p[i], g[i], reinterpret_cast<T*>(s[I])[i]...);
-                         }
-                       } else {
-                         for (int64_t i = 0; i < n; ++i) {
-                           fn(*reinterpret_cast<T*>(out + i * st[0]),
-                              *reinterpret_cast<const T*>(in[0] + i * st[1]),
-                              *reinterpret_cast<T*>(s[I] + i * st[2 + I])...);
-                         }
-                       }
-                     }
-                     (std::make_index_sequence<K>{});
-                   });
+  for_each_strided(
+      param, {grad, state...},
+      [&](int64_t n, char* out, const char* const* in, const int64_t* st) {
+        [&]<size_t... I>(std::index_sequence<I...>) {
+          // State tensors are inputs of the iteration but are written: they are our
+          // own (non-const) buffers.
+          char* s[K > 0 ? K : 1] = {const_cast<char*>(in[1 + I])...};
+          (void)s;
+          constexpr int64_t es = sizeof(T);
+          // A local copy of the body: its captured scalars cannot alias the
+          // buffers, so they stay in registers and the loop vectorises.
+          F fn = f;
+          if (st[0] == es && st[1] == es && ((st[2 + I] == es) && ...)) {
+            T* p = reinterpret_cast<T*>(out);
+            const T* g = reinterpret_cast<const T*>(in[0]);
+            for (int64_t i = 0; i < n; ++i) {
+              fn(p[i], g[i], reinterpret_cast<T*>(s[I])[i]...);
+            }
+          } else {
+            for (int64_t i = 0; i < n; ++i) {
+              fn(*reinterpret_cast<T*>(out + i * st[0]),
+                 *reinterpret_cast<const T*>(in[0] + i * st[1]),
+                 *reinterpret_cast<T*>(s[I] + i * st[2 + I])...);
+            }
+          }
+        }
+        (std::make_index_sequence<K>{});
+      },
+      Parallel::Yes);
 }
 
 }  // namespace aclgrad::optim::detail
