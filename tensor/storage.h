@@ -21,7 +21,20 @@ class Storage {
 
   /// A new, uninitialised buffer of nbytes, 64-byte aligned (nullptr when nbytes is 0).
   /// Throws Error when the allocation fails.
+  ///
+  /// Buffers of at least kCacheMinBytes are recycled: when freed they are kept for the next
+  /// allocation of the same size class (sizes rounded up to 8 classes per power of two), so a
+  /// training loop's activations and gradients do not come back as fresh, zero-filled pages
+  /// every step. At most kCacheMaxBytes are kept (the buffers freed longest ago are released
+  /// first). Not under AddressSanitizer.
   static Storage allocate(size_t nbytes);
+
+  static constexpr size_t kCacheMinBytes = size_t{1} << 20;  // 1 MiB
+  static constexpr size_t kCacheMaxBytes = size_t{1} << 30;  // 1 GiB
+  /// Bytes of freed buffers kept for reuse.
+  static size_t cached_bytes();
+  /// Returns every kept buffer to the system.
+  static void release_cached();
 
   /// Wraps memory owned elsewhere. If a deleter is given, it is called with data when the last
   /// tensor using this storage goes away; otherwise the caller keeps data alive.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "tensor/creation.h"
 #include "tensor/tensor.h"
@@ -25,6 +26,53 @@ TEST(Storage, AllocationsAre64ByteAligned) {
   EXPECT_TRUE(zero.defined());
   EXPECT_EQ(zero.data(), nullptr);
   EXPECT_EQ(empty({0, 5}).data_ptr(), nullptr);
+}
+
+// Large buffers are kept when freed and handed out again for the same size class (8 classes per
+// power of two); small ones are not; release_cached() returns them all. Skipped when the cache
+// is off (AddressSanitizer builds).
+TEST(Storage, LargeFreedBuffersAreReusedForTheSameSizeClass) {
+  Storage::release_cached();
+  void* first = nullptr;
+  {
+    const Storage s = Storage::allocate(3 << 20);  // 3 MiB: a class boundary (2 MiB + 4 x 256 KiB)
+    first = s.data();
+  }
+  if (Storage::cached_bytes() == 0) GTEST_SKIP() << "buffer cache disabled (sanitizer build)";
+  EXPECT_EQ(Storage::cached_bytes(), size_t{3} << 20);
+  {
+    const Storage same_class = Storage::allocate((3 << 20) - 100000);
+    EXPECT_EQ(same_class.data(), first);
+    EXPECT_EQ(same_class.nbytes(), size_t{(3 << 20) - 100000});
+    EXPECT_EQ(Storage::cached_bytes(), 0u);
+    const Storage next_class = Storage::allocate((3 << 20) + 1);
+    EXPECT_NE(next_class.data(), first);
+  }
+  EXPECT_EQ(Storage::cached_bytes(), (size_t{3} << 20) + (size_t{13} << 18));  // 3 + 3.25 MiB
+  { const Storage small = Storage::allocate(Storage::kCacheMinBytes - 64); }
+  EXPECT_EQ(Storage::cached_bytes(), (size_t{3} << 20) + (size_t{13} << 18));
+  Storage::release_cached();
+  EXPECT_EQ(Storage::cached_bytes(), 0u);
+}
+
+TEST(Storage, CacheKeepsAtMostItsLimitDroppingTheOldestBuffers) {
+  // Three 416 MiB blocks (untouched, so only address space): the cache keeps the two most
+  // recently freed ones, under kCacheMaxBytes = 1 GiB.
+  Storage::release_cached();
+  const size_t block = size_t{416} << 20;
+  void *pa = nullptr, *pb = nullptr;
+  {
+    const Storage a = Storage::allocate(block), b = Storage::allocate(block),
+                  c = Storage::allocate(block);
+    pa = a.data(), pb = b.data();
+  }  // freed in the order c, b, a: c is the oldest, dropped when a comes in
+  if (Storage::cached_bytes() == 0) GTEST_SKIP() << "buffer cache disabled (sanitizer build)";
+  EXPECT_EQ(Storage::cached_bytes(), 2 * block);
+  const Storage again1 = Storage::allocate(block), again2 = Storage::allocate(block);
+  EXPECT_EQ(again1.data(), pa);  // the most recently freed first
+  EXPECT_EQ(again2.data(), pb);
+  EXPECT_EQ(Storage::cached_bytes(), 0u);
+  Storage::release_cached();
 }
 
 TEST(Storage, WrapsForeignMemoryWithoutCopying) {
