@@ -21,7 +21,12 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "autograd/function.h"
 #include "ops/kernels.h"
@@ -270,38 +275,85 @@ void max_forward_plane(const PoolPlan& p, const T* x, T* y, int64_t* idx) {
 // scan (from -inf at the window's first position, take a strictly larger value or any NaN, taps
 // in row-major order), branch-free (max pooling inputs are random: branches would mispredict).
 // Starting the scan at the first tap's value is the same: the first tap wins over -inf exactly
-// when it is larger or NaN, and otherwise best stays -inf (its value) at its position. Per chunk
-// of an output row, pass 1 keeps the winning tap's number (int32, the width of a float, so the
-// loop vectorises) and pass 2 turns it into the input position.
+// when it is larger or NaN, and otherwise best stays -inf (its value) at its position. The scan
+// keeps the winning tap's number; its position is first + offset[tap].
+template <typename T, int64_t KH, int64_t KW>
+struct DenseMax {
+  using C = kernels::compute_t<T>;
+  const T* x;  // the plane
+  int64_t W, sw;
+  std::array<int64_t, KH * KW> offset;  // of tap k from the window's first position
+
+  DenseMax(const T* x, int64_t W, int64_t sw) : x(x), W(W), sw(sw) {
+    for (int64_t k = 0; k < KH * KW; ++k) offset[k] = k / KW * W + k % KW;
+  }
+
+  // One window from position first.
+  void one(int64_t first, T* y, int64_t* idx) const {
+    const T* r = x + first;
+    C best = convert<C>(r[0]);
+    int32_t tap = 0;
+    for (int64_t k = 1; k < KH * KW; ++k) {
+      const C v = convert<C>(r[offset[k]]);
+      const bool take = (v > best) | (v != v);  // v != v: NaN
+      best = kernels::select(take, v, best);
+      tap = kernels::select(take, static_cast<int32_t>(k), tap);
+    }
+    *y = convert<T>(best);
+    *idx = first + offset[tap];
+  }
+
+#if defined(__SSE2__)
+  // Four windows along a row, from first, first + sw, ...: the same scan on 4 float lanes.
+  void four(int64_t first, float* y, int64_t* idx) const requires std::is_same_v<T, float> {
+    const float* r = x + first;
+    const int64_t s = sw;
+    auto load = [&](int64_t k) {
+      const float* q = r + offset[k];
+      return _mm_setr_ps(q[0], q[s], q[2 * s], q[3 * s]);
+    };
+    __m128 best = load(0);
+    __m128i tap = _mm_setzero_si128();
+    for (int64_t k = 1; k < KH * KW; ++k) {
+      const __m128 v = load(k);
+      const __m128 take = _mm_or_ps(_mm_cmpgt_ps(v, best), _mm_cmpunord_ps(v, v));
+      best = _mm_or_ps(_mm_and_ps(take, v), _mm_andnot_ps(take, best));
+      const __m128i t = _mm_castps_si128(take);
+      tap = _mm_or_si128(_mm_and_si128(t, _mm_set1_epi32(static_cast<int>(k))),
+                         _mm_andnot_si128(t, tap));
+    }
+    _mm_storeu_ps(y, best);
+    alignas(16) int32_t taps[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(taps), tap);
+    for (int64_t o = 0; o < 4; ++o) idx[o] = first + o * s + offset[taps[o]];
+  }
+#endif
+
+  // Output row oh of Wo outputs, windows stepping sh rows and sw columns.
+  void row(int64_t oh, int64_t sh, int64_t Wo, T* y, int64_t* idx) const {
+    const int64_t first = oh * sh * W;
+    int64_t o = 0;
+#if defined(__SSE2__)
+    if constexpr (std::is_same_v<T, float>) {
+      // Blocks of 4; a row that is not a multiple of 4 ends with a block overlapping the
+      // previous one (the same outputs written twice).
+      if (Wo >= 4) {
+        for (; o + 4 <= Wo; o += 4) four(first + o * sw, y + o, idx + o);
+        if (o < Wo) four(first + (Wo - 4) * sw, y + Wo - 4, idx + Wo - 4);
+        return;
+      }
+    }
+#endif
+    for (; o < Wo; ++o) one(first + o * sw, y + o, idx + o);
+  }
+};
+
 template <typename T, int64_t KH, int64_t KW>
 void max_forward_dense(const PoolPlan& p, const T* x, T* y, int64_t* idx) {
-  using C = kernels::compute_t<T>;
-  const int64_t W = p.in[2], Ho = p.out[1], Wo = p.out[2];
-  const int64_t sh = p.stride[1], sw = p.stride[2];
-  std::array<int64_t, KH * KW> offset;  // of tap k from the window's first position
-  for (int64_t k = 0; k < KH * KW; ++k) offset[k] = k / KW * W + k % KW;
-  constexpr int64_t kChunk = 64;
-  alignas(64) int32_t tap[kChunk];
-  for (int64_t oh = 0; oh < Ho; ++oh) {
-    for (int64_t o0 = 0; o0 < Wo; o0 += kChunk) {
-      const int64_t n = std::min(kChunk, Wo - o0), first = oh * sh * W + o0 * sw;
-      const T* r = x + first;  // the first position of the chunk's first window
-      T* yr = y + oh * Wo + o0;
-      for (int64_t o = 0; o < n; ++o) {
-        C best = convert<C>(r[o * sw]);
-        int32_t t = 0;
-        for (int64_t k = 1; k < KH * KW; ++k) {
-          const C v = convert<C>(r[k / KW * W + o * sw + k % KW]);
-          const bool take = (v > best) | (v != v);  // v != v: NaN
-          best = kernels::select(take, v, best);
-          t = kernels::select(take, static_cast<int32_t>(k), t);
-        }
-        yr[o] = convert<T>(best);
-        tap[o] = t;
-      }
-      int64_t* ir = idx + oh * Wo + o0;
-      for (int64_t o = 0; o < n; ++o) ir[o] = first + o * sw + offset[tap[o]];
-    }
+  const DenseMax<T, KH, KW> plane(x, p.in[2], p.stride[2]);
+  const int64_t Wo = p.out[2];
+  for (int64_t oh = 0; oh < p.out[1]; ++oh) {
+    plane.row(oh, p.stride[1], Wo, y + oh * Wo, idx + oh * Wo);
   }
 }
 

@@ -302,7 +302,8 @@ TEST(PoolForward, ManyPlanesRunInParallelLikeTheReference) {
 // window's first position, a strictly larger value or any NaN wins) on values with many ties,
 // NaN and ±inf, forward (values and indices) and backward (gradients added at the indices),
 // with the same bits on 1 and 2 threads. Sizes: the model's first pool (split over tasks), odd
-// sizes (last row/column unused), overlapping windows and stride > kernel.
+// sizes (last row/column unused), overlapping windows, stride > kernel, output rows that are
+// not a multiple of 4 or shorter than 4.
 TEST(PoolForward, DenseTwoByTwoAndThreeByThreeMatchReferenceWithOneAndTwoThreads) {
   struct DenseCase {
     Shape in;
@@ -311,7 +312,7 @@ TEST(PoolForward, DenseTwoByTwoAndThreeByThreeMatchReferenceWithOneAndTwoThreads
   const std::vector<DenseCase> cases{{{4, 40, 28, 28}, 2, 2}, {{3, 30, 29, 31}, 2, 2},
                                      {{2, 20, 31, 31}, 3, 2}, {{2, 20, 17, 19}, 3, 1},
                                      {{2, 20, 16, 16}, 2, 1}, {{2, 20, 9, 70}, 2, 3},
-                                     {{5, 12, 12}, 2, 2}};
+                                     {{5, 12, 12}, 2, 2},     {{6, 40, 7, 7}, 2, 2}};
   uint64_t seed = 1000;
   for (const DenseCase& c : cases) {
     for (Dtype dt : {Dtype::Float32, Dtype::Float64}) {
