@@ -5,6 +5,8 @@
 #include "ops/linear.h"
 
 #include <cblas.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <climits>
@@ -35,6 +37,41 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int n, int m, int k, const flo
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int n, int m, int k, const double* a, int lda,
           const double* b, int ldb, double* c, int ldc) {
   cblas_dgemm(CblasRowMajor, ta, tb, n, m, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+// c [n, m] = a [n, k] · b [k, m] (row-major BLAS arguments). OpenBLAS runs single-threaded
+// (libaclnn sets it so that it never competes with oneTBB), so large products are cut into tiles
+// of C, each one gemm call, run as oneTBB tasks in the calling arena. The tiles depend only on
+// the shape (never on the thread count), so the results do not either: column panels of
+// kTileCols when m allows two, else row blocks of kTileRows.
+template <typename T>
+void tiled_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, const T* a,
+                int64_t lda, const T* b, int64_t ldb, T* c) {
+  constexpr int64_t kMinWork = int64_t{1} << 22;  // multiply-adds worth splitting
+  constexpr int64_t kTileCols = 256, kTileRows = 32;
+  auto call = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    // Row r of a: a + r * lda (NoTrans) or a + r (Trans: a is stored [k, n]); likewise columns
+    // of b.
+    const T* ar = a + (ta == CblasNoTrans ? r0 * lda : r0);
+    const T* bc = b + (tb == CblasNoTrans ? c0 : c0 * ldb);
+    gemm(ta, tb, static_cast<int>(r1 - r0), static_cast<int>(c1 - c0), static_cast<int>(k), ar,
+         static_cast<int>(lda), bc, static_cast<int>(ldb), c + r0 * m + c0,
+         static_cast<int>(std::max<int64_t>(m, 1)));
+  };
+  const bool split_cols = m >= 2 * kTileCols, split_rows = !split_cols && n >= 2 * kTileRows;
+  if (n * m * k < kMinWork || (!split_cols && !split_rows)) {
+    call(0, n, 0, m);
+    return;
+  }
+  const int64_t tile = split_cols ? kTileCols : kTileRows, extent = split_cols ? m : n;
+  const int64_t tiles = (extent + tile - 1) / tile;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, tiles),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t t = r.begin(); t < r.end(); ++t) {
+                        const int64_t lo = t * tile, hi = std::min(extent, lo + tile);
+                        split_cols ? call(0, n, lo, hi) : call(lo, hi, 0, m);
+                      }
+                    });
 }
 
 // How a [rows, cols] matrix with element strides (rs, cs) is passed to row-major BLAS: as is
@@ -108,9 +145,8 @@ void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   Shape idx(nd, 0);
   int64_t off_a = 0, off_b = 0;
   for (int64_t t = 0; t < nb; ++t) {
-    gemm(oa.trans, ob.trans, static_cast<int>(rows), static_cast<int>(m), static_cast<int>(k),
-         pa + off_a, static_cast<int>(oa.ld), pb + off_b, static_cast<int>(ob.ld), c + t * rows * m,
-         static_cast<int>(std::max<int64_t>(m, 1)));
+    tiled_gemm<T>(oa.trans, ob.trans, rows, m, k, pa + off_a, oa.ld, pb + off_b, ob.ld,
+                  c + t * rows * m);
     for (int64_t d = nd - 1; d >= 0; --d) {
       off_a += ax.stride(d), off_b += bx.stride(d);
       if (++idx[d] < batch[d]) break;

@@ -159,6 +159,47 @@ TEST(Matmul, EveryOperandLayoutGivesTheSameResult) {
   expect_close(matmul(ap, b), ref_matmul(ap, b), 1e-14);
 }
 
+// Products of at least 4M multiply-adds are cut into tiles of C (column panels of 256, or row
+// blocks of 32 when C has fewer than 512 columns) that run as oneTBB tasks. float32 results
+// against float64 plain loops, for both splits, transposed operands and a folded batch, and the
+// same bits with 1 and 2 threads.
+TEST(Matmul, LargeProductsSplitIntoTilesMatchReferenceWithOneAndTwoThreads) {
+  struct Case {
+    Tensor a, b;  // float32, a [..., n, k], b [k, m]
+  };
+  auto f32 = [](const Shape& shape, uint64_t seed) {
+    return uniform_var(shape, -1, 1, seed).detach().to(Dtype::Float32);
+  };
+  const std::vector<Case> cases{
+      {f32({40, 100}, 1), f32({100, 1100}, 2)},           // column panels, ragged last
+      {f32({200, 700}, 3), f32({700, 60}, 4)},            // row blocks, ragged last
+      {f32({700, 200}, 5).t(), f32({60, 700}, 6).t()},    // both transposed
+      {f32({3, 40, 100}, 7), f32({100, 1100}, 8)},        // batch folded into rows
+      {f32({100, 40}, 9).t(), f32({1100, 100}, 10).t()},  // transposed, column panels
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(format_shape(c.a.sizes()) + " x " + format_shape(c.b.sizes()));
+    const Tensor got = testing::with_threads(2, [&] { return matmul(c.a, c.b); });
+    const Tensor one = testing::with_threads(1, [&] { return matmul(c.a, c.b); });
+    EXPECT_EQ(testing::bytes_of(one), testing::bytes_of(got));
+    // Reference: rows of a (batch folded) times b, in double.
+    const int64_t k = c.b.size(0), m = c.b.size(1), n = c.a.numel() / k;
+    const std::vector<double> av = c.a.contiguous().to_vector<double>();
+    const std::vector<double> bv = c.b.contiguous().to_vector<double>();
+    const std::vector<double> gv = got.to_vector<double>();
+    ASSERT_EQ(static_cast<int64_t>(gv.size()), n * m);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < m; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < k; ++q) acc += av[i * k + q] * bv[q * m + j];
+        wrong += std::abs(gv[i * m + j] - acc) > 1e-5 * (1 + std::abs(acc));
+      }
+    }
+    EXPECT_EQ(wrong, 0) << "of " << n * m;
+  }
+}
+
 TEST(Matmul, EmptyOperands) {
   expect_tensor(matmul(zeros({2, 0}, Dtype::Float64), zeros({0, 3}, Dtype::Float64)), {2, 3},
                 {0, 0, 0, 0, 0, 0});
