@@ -7,7 +7,10 @@ MaxPool2 -> Conv(32->64,k3,p1)+BN+ReLU+MaxPool2 -> Flatten -> Linear(3136->128)+
 batch [B, 1, 28, 28] with random labels. For every (batch, threads) configuration, each round
 runs our benchmark binary on that case alone (Google Benchmark, JSON) and then the PyTorch step
 for about as long, with torch.set_num_threads(threads), so both see the same machine state.
-Prints per-configuration medians of samples/s, the ratio ours / PyTorch and the load average.
+Prints per-configuration medians of samples/s (wall clock) and of samples per CPU-second (CPU
+time of all the process's threads: on a machine shared with other jobs the fairer measure of
+the work, exact for 1 thread; PyTorch's OpenMP threads spin while waiting, which counts as CPU
+time), the ratios ours / PyTorch and the load average.
 
   /usr/bin/python3 bench/train_step_pytorch.py --bench build/bench/train_step_bench
       [--batches 64,128] [--threads 2,1] [--rounds 5] [--min-time 1.0] [--json out.json]
@@ -49,13 +52,14 @@ def torch_step(batch, threads):
 
 
 def time_torch(step, batch, min_time):
-    n, start = 0, time.perf_counter()
+    """(samples per wall second, samples per CPU second of the process)."""
+    n, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while True:
         step()
         n += 1
         el = time.perf_counter() - start
         if el >= min_time and n >= 3:
-            return batch * n / el
+            return batch * n / el, batch * n / (time.process_time() - cpu_start)
 
 
 def time_ours(bench, batch, threads, min_time):
@@ -63,7 +67,8 @@ def time_ours(bench, batch, threads, min_time):
         [bench, f"--benchmark_filter=^train_step/batch:{batch}/threads:{threads}$",
          f"--benchmark_min_time={min_time}", "--benchmark_format=json"],
         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["benchmarks"][0]["samples_per_s"]
+    b = json.loads(out)["benchmarks"][0]
+    return b["samples_per_s"], b["samples_per_cpu_s"]
 
 
 def main():
@@ -79,8 +84,10 @@ def main():
     import torch
     print(f"# torch {torch.__version__}, rounds {a.rounds}, min-time {a.min_time} s, "
           f"load average {os.getloadavg()[0]:.2f} at start", flush=True)
-    print(f"{'batch':>5s} {'threads':>7s} {'ours samples/s':>15s} {'torch samples/s':>16s} "
-          f"{'ratio':>6s} {'load':>5s}")
+    print("samples/s (wall clock) and samples per CPU-second (CPU time of all the process's "
+          "threads), medians")
+    print(f"{'batch':>5s} {'threads':>7s} {'ours/s':>8s} {'torch/s':>8s} {'ratio':>6s} "
+          f"{'ours/cpu-s':>10s} {'torch/cpu-s':>11s} {'ratio':>6s} {'load':>5s}")
     rows = []
     for threads in [int(t) for t in a.threads.split(",")]:
         for batch in [int(b) for b in a.batches.split(",")]:
@@ -89,13 +96,18 @@ def main():
             for _ in range(a.rounds):
                 ours.append(time_ours(a.bench, batch, threads, a.min_time))
                 theirs.append(time_torch(step, batch, a.min_time))
-            mo, mt = statistics.median(ours), statistics.median(theirs)
+            mo = statistics.median(r[0] for r in ours)
+            mt = statistics.median(r[0] for r in theirs)
+            co = statistics.median(r[1] for r in ours)
+            ct = statistics.median(r[1] for r in theirs)
             load = os.getloadavg()[0]
             rows.append({"batch": batch, "threads": threads, "ours_samples_per_s": mo,
-                         "torch_samples_per_s": mt, "ratio": mo / mt, "load_average": load,
+                         "torch_samples_per_s": mt, "ratio": mo / mt,
+                         "ours_samples_per_cpu_s": co, "torch_samples_per_cpu_s": ct,
+                         "cpu_ratio": co / ct, "load_average": load,
                          "ours_rounds": ours, "torch_rounds": theirs})
-            print(f"{batch:5d} {threads:7d} {mo:15.0f} {mt:16.0f} {mo / mt:6.2f} {load:5.2f}",
-                  flush=True)
+            print(f"{batch:5d} {threads:7d} {mo:8.0f} {mt:8.0f} {mo / mt:6.2f} {co:10.0f} "
+                  f"{ct:11.0f} {co / ct:6.2f} {load:5.2f}", flush=True)
     print(f"# load average {os.getloadavg()[0]:.2f} at end")
     if a.json:
         with open(a.json, "w") as fh:
