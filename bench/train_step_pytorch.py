@@ -4,7 +4,8 @@
 The step (the same on both sides): zero_grad, forward of Conv(1->32,k3,p1)+BatchNorm2d+ReLU+
 MaxPool2 -> Conv(32->64,k3,p1)+BN+ReLU+MaxPool2 -> Flatten -> Linear(3136->128)+ReLU+Dropout(0.25)
 -> Linear(128->10) in training mode, cross-entropy, backward, Adam(lr 1e-3), on a fixed random
-batch [B, 1, 28, 28] with random labels. For every (batch, threads) configuration, each round
+batch [B, 1, 28, 28] with random labels. For every (batch, threads) configuration (PyTorch:
+torch.set_num_threads and OpenBLAS's pool set to the same count), each round
 runs our benchmark binary on that case alone (Google Benchmark, JSON) and then the PyTorch step
 for about as long, with torch.set_num_threads(threads), so both see the same machine state.
 Prints per-configuration medians of samples/s (wall clock) and of samples per CPU-second (CPU
@@ -26,10 +27,25 @@ import sys
 import time
 
 
+def set_openblas_threads(threads):
+    """Debian's PyTorch does its matmuls in OpenBLAS (BLAS_INFO=generic), whose own thread pool
+    torch.set_num_threads does not size: set it through the loaded library, so that a 1-thread
+    run is one thread (our side's OpenBLAS runs single-threaded under oneTBB). Returns the
+    library's path, or None when no OpenBLAS is loaded."""
+    import ctypes
+    with open("/proc/self/maps") as fh:
+        libs = sorted({line.split()[-1] for line in fh if "libopenblas" in line})
+    if not libs:
+        return None
+    ctypes.CDLL(libs[0]).openblas_set_num_threads(threads)
+    return libs[0]
+
+
 def torch_step(batch, threads):
     import torch
     import torch.nn as nn
     torch.set_num_threads(threads)
+    set_openblas_threads(threads)
     torch.manual_seed(1)
     model = nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
@@ -82,7 +98,9 @@ def main():
     a = ap.parse_args()
     os.environ.pop("OPENBLAS_CORETYPE", None)
     import torch
+    blas = set_openblas_threads(1)
     print(f"# torch {torch.__version__}, rounds {a.rounds}, min-time {a.min_time} s, "
+          f"OpenBLAS {blas or 'not loaded'} (threads set like torch's), "
           f"load average {os.getloadavg()[0]:.2f} at start", flush=True)
     print("samples/s (wall clock) and samples per CPU-second (CPU time of all the process's "
           "threads), medians")
