@@ -30,7 +30,7 @@ class Storage {
   static Storage allocate(size_t nbytes);
 
   static constexpr size_t kCacheMinBytes = size_t{1} << 20;  // 1 MiB
-  static constexpr size_t kCacheMaxBytes = size_t{1} << 30;  // 1 GiB
+  static constexpr size_t kCacheMaxBytes = size_t{1} << 29;  // 512 MiB
   /// Bytes of freed buffers kept for reuse.
   static size_t cached_bytes();
   /// Returns every kept buffer to the system.

@@ -56,10 +56,10 @@ TEST(Storage, LargeFreedBuffersAreReusedForTheSameSizeClass) {
 }
 
 TEST(Storage, CacheKeepsAtMostItsLimitDroppingTheOldestBuffers) {
-  // Three 416 MiB blocks (untouched, so only address space): the cache keeps the two most
-  // recently freed ones, under kCacheMaxBytes = 1 GiB.
+  // Three 200 MiB buffers (208 MiB blocks, untouched, so only address space): the cache keeps
+  // the two most recently freed ones, under kCacheMaxBytes = 512 MiB.
   Storage::release_cached();
-  const size_t block = size_t{416} << 20;
+  const size_t block = size_t{200} << 20;
   void *pa = nullptr, *pb = nullptr;
   {
     const Storage a = Storage::allocate(block), b = Storage::allocate(block),
@@ -67,7 +67,7 @@ TEST(Storage, CacheKeepsAtMostItsLimitDroppingTheOldestBuffers) {
     pa = a.data(), pb = b.data();
   }  // freed in the order c, b, a: c is the oldest, dropped when a comes in
   if (Storage::cached_bytes() == 0) GTEST_SKIP() << "buffer cache disabled (sanitizer build)";
-  EXPECT_EQ(Storage::cached_bytes(), 2 * block);
+  EXPECT_EQ(Storage::cached_bytes(), 2 * (size_t{208} << 20));
   const Storage again1 = Storage::allocate(block), again2 = Storage::allocate(block);
   EXPECT_EQ(again1.data(), pa);  // the most recently freed first
   EXPECT_EQ(again2.data(), pb);
