@@ -61,9 +61,7 @@ constexpr int64_t kLanes = 8;
 
 struct Lanes {
   double v[kLanes] = {};
-  double total() const {
-    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-  }
+  double total() const { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
 };
 
 // Calls add(offset, lane) for every element of channel c (offset into x, lane = its index in
