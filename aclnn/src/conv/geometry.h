@@ -52,6 +52,11 @@ struct ConvGeometry {
 constexpr int64_t floor_div(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
+// v clamped to [lo, hi] (lo <= hi). Not std::clamp: the AVX-512 translation units use this header
+// too, and a standard template instantiated there could be merged with the generic one.
+constexpr int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
 // ceil(a / b) for b > 0 and any sign of a.
 constexpr int64_t ceil_div(int64_t a, int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);

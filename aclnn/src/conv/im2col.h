@@ -1,6 +1,7 @@
 // im2col and col2im over a column range, N-d (3 spatial dims), with stride, dilation and
-// asymmetric padding. Both are one traversal (im2col_walk) so they can never disagree about which
-// input element a (row, column) entry stands for:
+// asymmetric padding. They, and the implicit GEMM panels (im2col_panels.h), walk each row with
+// one traversal (for_each_row_run), so they can never disagree about which input element a
+// (row, column) entry stands for:
 //
 //   row    r = c * K + (kd * kH + kh) * kW + kw          (input channel c of the block, kernel tap)
 //   column j = (od * oH + oh) * oW + ow                  (output position)
@@ -17,62 +18,73 @@
 
 namespace aclnn_cpu::conv {
 
+// The runs of one column-matrix row: the row of one input channel plane `xc` and one kernel tap
+// (input offsets offd, offh, offw), over `count` columns starting at output position (od, oh, ow),
+// split where an output row ends. Calls run(o, ow, seg, xrow, a, b) per run: columns o .. o+seg
+// of the walk are output columns ow .. ow+seg of one output row; xrow is that row's input row
+// (null when it lies in the padding) and output columns [a, b) read inside it, at
+// xrow[q * stride_w + offw]; the others are padding. Shared by im2col/col2im and the implicit
+// GEMM panels (im2col_panels.h), so all agree on which input element an entry stands for.
+template <typename T, typename Run>
+void for_each_row_run(const ConvGeometry& g, T* xc, int64_t offd, int64_t offh, int64_t offw,
+                      int64_t od, int64_t oh, int64_t ow, int64_t count, Run&& run) {
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2], oH = g.out[1], oW = g.out[2];
+  const int64_t sw = g.stride[2];
+  // Output columns whose input column q*sw + offw lies in [0, W).
+  const int64_t lo = clamp_i64(ceil_div(-offw, sw), 0, oW);
+  const int64_t hi = clamp_i64(ceil_div(W - offw, sw), lo, oW);
+  for (int64_t o = 0; o < count;) {
+    const int64_t seg = oW - ow < count - o ? oW - ow : count - o;
+    const int64_t id = od * g.stride[0] + offd, ih = oh * g.stride[1] + offh;
+    T* xrow = id >= 0 && id < D && ih >= 0 && ih < H ? xc + (id * H + ih) * W : nullptr;
+    const int64_t a = clamp_i64(lo, ow, ow + seg), b = clamp_i64(hi, a, ow + seg);
+    run(o, ow, seg, xrow, a, b);
+    o += seg;
+    ow += seg;
+    if (ow == oW) {
+      ow = 0;
+      if (++oh == oH) {
+        oh = 0;
+        ++od;
+      }
+    }
+  }
+}
+
 template <bool kScatter, typename T>
 void im2col_walk(const ConvGeometry& g, T* x, int64_t nchan, int64_t j0, int64_t j1, T* col) {
   const int64_t cols = j1 - j0;
   if (cols <= 0) return;
-  const int64_t D = g.in[0], H = g.in[1], W = g.in[2];
-  const int64_t oH = g.out[1], oW = g.out[2];
-  const int64_t S_in = g.in_size();
-  const int64_t sd = g.stride[0], sh = g.stride[1], sw = g.stride[2];
+  const int64_t oH = g.out[1], oW = g.out[2], S_in = g.in_size(), sw = g.stride[2];
   const int64_t od0 = j0 / (oH * oW), oh0 = (j0 / oW) % oH, ow0 = j0 % oW;
   T* crow = col;
   for (int64_t c = 0; c < nchan; ++c) {
-    T* xc = x + c * S_in;
     for (int64_t kd = 0; kd < g.k[0]; ++kd) {
       const int64_t offd = kd * g.dil[0] - g.pad_before[0];
       for (int64_t kh = 0; kh < g.k[1]; ++kh) {
         const int64_t offh = kh * g.dil[1] - g.pad_before[1];
         for (int64_t kw = 0; kw < g.k[2]; ++kw, crow += cols) {
           const int64_t offw = kw * g.dil[2] - g.pad_before[2];
-          // Output columns ow whose input column iw = ow*sw + offw lies in [0, W).
-          const int64_t lo = std::clamp<int64_t>(ceil_div(-offw, sw), 0, oW);
-          const int64_t hi = std::clamp<int64_t>(ceil_div(W - offw, sw), lo, oW);
-          int64_t od = od0, oh = oh0, ow = ow0;
-          T* dst = crow;
-          for (int64_t left = cols; left > 0;) {
-            const int64_t seg = std::min(oW - ow, left);  // run of one output row
-            const int64_t id = od * sd + offd, ih = oh * sh + offh;
-            if (id >= 0 && id < D && ih >= 0 && ih < H) {
-              T* xrow = xc + (id * H + ih) * W;  // entry of ow is xrow[ow * sw + offw]
-              const int64_t a = std::clamp(lo, ow, ow + seg), b = std::clamp(hi, a, ow + seg);
-              if constexpr (kScatter) {
-                for (int64_t o = a; o < b; ++o) xrow[o * sw + offw] += dst[o - ow];
-              } else {
-                for (int64_t o = ow; o < a; ++o) dst[o - ow] = T(0);
-                if (sw == 1 && b > a) {
-                  const T* src = xrow + (a + offw);
-                  T* d = dst + (a - ow);
-                  for (int64_t i = 0; i < b - a; ++i) d[i] = src[i];
-                } else {
-                  for (int64_t o = a; o < b; ++o) dst[o - ow] = xrow[o * sw + offw];
-                }
-                for (int64_t o = b; o < ow + seg; ++o) dst[o - ow] = T(0);
-              }
-            } else if constexpr (!kScatter) {
+          auto run = [&](int64_t o, int64_t ow, int64_t seg, T* xrow, int64_t a, int64_t b) {
+            T* dst = crow + o;  // dst[q - ow] is the entry of output column q
+            if constexpr (kScatter) {
+              if (xrow)
+                for (int64_t q = a; q < b; ++q) xrow[q * sw + offw] += dst[q - ow];
+            } else if (!xrow) {
               std::fill(dst, dst + seg, T(0));
-            }
-            dst += seg;
-            left -= seg;
-            ow += seg;
-            if (ow == oW) {
-              ow = 0;
-              if (++oh == oH) {
-                oh = 0;
-                ++od;
+            } else {
+              for (int64_t q = ow; q < a; ++q) dst[q - ow] = T(0);
+              if (sw == 1) {
+                const T* src = xrow + (a + offw);
+                T* d = dst + (a - ow);
+                for (int64_t i = 0; i < b - a; ++i) d[i] = src[i];
+              } else {
+                for (int64_t q = a; q < b; ++q) dst[q - ow] = xrow[q * sw + offw];
               }
+              for (int64_t q = b; q < ow + seg; ++q) dst[q - ow] = T(0);
             }
-          }
+          };
+          for_each_row_run(g, x + c * S_in, offd, offh, offw, od0, oh0, ow0, cols, run);
         }
       }
     }

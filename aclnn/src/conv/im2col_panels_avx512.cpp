@@ -1,10 +1,9 @@
 // Im2colPanels::pack, compiled for AVX-512 (only reached through the AVX-512 GEMM, which runs
 // after the runtime CPU check). Row r of the block decodes into (channel, kd, kh, kw) once and
-// advances incrementally; each 48-column panel row is filled by runs of one output row, copied
-// with masked loads (lanes outside the input are masked off, which also zero-fills the padding;
-// masked-off lanes never fault) or, for strided convs, element by element.
+// advances incrementally; rows are gathered by im2col.h's run walker.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "conv/im2col_panels.h"
@@ -14,7 +13,11 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "gemm/transpose16_avx512.h"
+// Inside the target region so for_each_row_run, instantiated here with our AVX-512 lambdas,
+// inlines them (its instantiations are unique to this file; geometry.h and <algorithm> are
+// already included above, outside the region).
+#include "conv/im2col.h"
+#include "gemm/avx512_util.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -22,17 +25,9 @@ namespace {
 constexpr int64_t kNR = gemm::kPanelCols;
 constexpr int64_t kMaxPanels = 16;  // the GEMM's NC block is 10 panels
 
-inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
-  return v < lo ? lo : (v > hi ? hi : v);
-}
-
-// Lanes [lo, hi) of 16 (both clamped to [0, 16]).
+// Lanes [lo, hi) of 16.
 inline __mmask16 lane_range(int64_t lo, int64_t hi) {
-  lo = clamp64(lo, 0, 16);
-  hi = clamp64(hi, lo, 16);
-  const uint32_t upto_hi = hi >= 16 ? 0xffffu : (1u << hi) - 1;
-  const uint32_t below_lo = (1u << lo) - 1;
-  return static_cast<__mmask16>(upto_hi & ~below_lo);
+  return static_cast<__mmask16>(gemm::first_lanes(hi) & ~gemm::first_lanes(lo));
 }
 
 struct Pos {
@@ -67,50 +62,34 @@ struct Row {
     ++c;
   }
 
-  // dst[0 .. count) = entries of this row for the columns starting at position `at`.
+  // dst[0 .. count) = entries of this row for the columns starting at position `at`: runs
+  // copied with masked loads (lanes outside the input masked off, which zero-fills the padding;
+  // masked-off lanes never fault) or, for strided convs, element by element.
   void gather(Pos at, int64_t count, float* dst) const {
-    const int64_t D = g.in[0], H = g.in[1], W = g.in[2], oH = g.out[1], oW = g.out[2];
-    const int64_t sd = g.stride[0], sh = g.stride[1], sw = g.stride[2];
-    const float* xc = x + c * g.in_size();
     const int64_t offd = kd * g.dil[0] - g.pad_before[0];
     const int64_t offh = kh * g.dil[1] - g.pad_before[1];
     const int64_t offw = kw * g.dil[2] - g.pad_before[2];
-    // Output columns ow whose input column ow*sw + offw lies in [0, W).
-    const int64_t lo = clamp64(ceil_div(-offw, sw), 0, oW);
-    const int64_t hi = clamp64(ceil_div(W - offw, sw), lo, oW);
-    int64_t od = at.od, oh = at.oh, ow = at.ow;
-    for (int64_t o = 0; o < count;) {
-      const int64_t seg = oW - ow < count - o ? oW - ow : count - o;  // run within one output row
-      const int64_t id = od * sd + offd, ih = oh * sh + offh;
-      const bool row_inside = id >= 0 && id < D && ih >= 0 && ih < H;
-      if (row_inside && sw == 1) {
-        // dst[o + i] = xrow[ow + i + offw] for ow + i in [lo, hi), else 0.
-        const float* src = xc + (id * H + ih) * W + offw + ow;
+    const int64_t sw = g.stride[2];
+    auto run = [&](int64_t o, int64_t ow, int64_t seg, const float* xrow, int64_t a, int64_t b) {
+      float* d = dst + o;
+      if (xrow && sw == 1) {
+        const float* src = xrow + offw + ow;  // the entry of output column ow + i is src[i]
         for (int64_t i = 0; i < seg; i += 16) {
           const __mmask16 store = lane_range(0, seg - i);
-          const __mmask16 load = store & lane_range(lo - ow - i, hi - ow - i);
-          _mm512_mask_storeu_ps(dst + o + i, store, _mm512_maskz_loadu_ps(load, src + i));
+          const __mmask16 load = store & lane_range(a - ow - i, b - ow - i);
+          _mm512_mask_storeu_ps(d + i, store, _mm512_maskz_loadu_ps(load, src + i));
         }
-      } else if (row_inside) {
-        const float* xrow = xc + (id * H + ih) * W;
+      } else if (xrow) {
         for (int64_t i = 0; i < seg; ++i) {
           const int64_t q = ow + i;
-          dst[o + i] = q >= lo && q < hi ? xrow[q * sw + offw] : 0.0f;
+          d[i] = q >= a && q < b ? xrow[q * sw + offw] : 0.0f;
         }
       } else {
         for (int64_t i = 0; i < seg; i += 16)
-          _mm512_mask_storeu_ps(dst + o + i, lane_range(0, seg - i), _mm512_setzero_ps());
+          _mm512_mask_storeu_ps(d + i, lane_range(0, seg - i), _mm512_setzero_ps());
       }
-      o += seg;
-      ow += seg;
-      if (ow == oW) {
-        ow = 0;
-        if (++oh == oH) {
-          oh = 0;
-          ++od;
-        }
-      }
-    }
+    };
+    for_each_row_run(g, x + c * g.in_size(), offd, offh, offw, at.od, at.oh, at.ow, count, run);
   }
 };
 

@@ -135,10 +135,27 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
   const int64_t K = g.k_size(), Cig = g.cin_g(), S_out = g.out_size();
   const int64_t items = std::max<int64_t>(1, g.N * g.groups);  // (sample, group) pairs
   const int64_t want = ceil_div(4 * p.slots, items);           // extra splits per pair wanted
+  // Our fp32 GEMM packs into per-slot workspace; problems too small for it to matter run on
+  // OpenBLAS instead, so they keep needing no workspace at all (e.g. a tiny pointwise conv).
+  const double macs = static_cast<double>(g.N) * g.C_out * S_out * Cig * K;
+  if (elem_bytes == sizeof(float) && macs >= kOwnGemmMinMacs) p.pack_elems = gemm::pack_elems();
+  // With our AVX-512 GEMM, the forward-form GEMMs (forward, flipped data gradient) and the weight
+  // gradient gather their column panels straight from the input (im2col_panels.h): no column
+  // buffer, so their column ranges only need to give every thread work; the forward-form
+  // weights are packed once per call.
+  p.implicit = p.pack_elems > 0 && gemm::have_avx512() && !p.pointwise;
+  auto task_columns = [&](int64_t total) {
+    return total <= 0 ? 1 : ceil_div(total, std::clamp<int64_t>(want, 1, total));
+  };
   int64_t col = 0;
   if (use.forward) {
-    p.fwd_cols = chunk_columns(p.pointwise ? 0 : Cig * K, S_out, elem_bytes, want);
-    if (!p.pointwise) col = std::max(col, Cig * K * p.fwd_cols);
+    if (p.implicit) {
+      p.fwd_cols = task_columns(S_out);
+      p.wpack_elems = g.groups * gemm::packed_a_elems(g.cout_g(), Cig * K);
+    } else {
+      p.fwd_cols = chunk_columns(p.pointwise ? 0 : Cig * K, S_out, elem_bytes, want);
+      if (!p.pointwise) col = std::max(col, Cig * K * p.fwd_cols);
+    }
   }
   if (use.backward_data) {
     // fp32, unit stride: the data gradient is itself a forward conv (flipped_for_data), which
@@ -148,21 +165,35 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
     // Cog: so flip when Cig >= Cog (e.g. not for 32 -> 64 channels, where it measured slower).
     if (elem_bytes == sizeof(float) && !p.pointwise && unit_stride(g) && Cig >= g.cout_g()) {
       p.bd_flip = true;
-      p.bd_fwd_cols =
-          chunk_columns(g.cout_g() * K, g.in_size(), elem_bytes, ceil_div(4 * p.slots, items));
       p.wflip_elems = g.C_in * g.cout_g() * K;
-      col = std::max(col, g.cout_g() * K * p.bd_fwd_cols);
+      if (p.implicit) {
+        p.bd_fwd_cols = task_columns(g.in_size());
+        p.wpack_elems =
+            std::max(p.wpack_elems, g.groups * gemm::packed_a_elems(Cig, g.cout_g() * K));
+      } else {
+        p.bd_fwd_cols = chunk_columns(g.cout_g() * K, g.in_size(), elem_bytes, want);
+        col = std::max(col, g.cout_g() * K * p.bd_fwd_cols);
+      }
+    } else {
+      p.bd_cblock = block_size(Cig, want);
+      p.bd_cols = chunk_columns(p.bd_cblock * K, S_out, elem_bytes, 1);
+      if (!p.pointwise) col = std::max(col, p.bd_cblock * K * p.bd_cols);
     }
-    p.bd_cblock = block_size(Cig, want);
-    p.bd_cols = chunk_columns(p.bd_cblock * K, S_out, elem_bytes, 1);
-    if (!p.pointwise) col = std::max(col, p.bd_cblock * K * p.bd_cols);
   }
   if (use.backward_weight) {
     // Split input channels first (no reduction needed), then batch ranges with partials.
     p.bw_cblock = block_size(Cig, ceil_div(2 * p.slots, std::max<int64_t>(1, g.groups)));
     if (elem_bytes == sizeof(float)) p.bw_cblock = panel_friendly_block(g, p.slots, p.bw_cblock);
-    p.bw_cols = chunk_columns(p.bw_cblock * K, S_out, elem_bytes, 1);
-    if (!p.pointwise) col = std::max(col, p.bw_cblock * K * p.bw_cols);
+    // The transposed implicit panels only pay off where rows are gathered with vector loads
+    // (unit stride along W); strided ones keep explicit im2col chunks (measured: stride2 80 vs
+    // 68 GFLOP/s on one thread).
+    p.bw_implicit = p.implicit && g.stride[2] == 1;
+    if (p.bw_implicit) {
+      p.pack_elems += Im2colPanelsT::tile_elems();
+    } else {
+      p.bw_cols = chunk_columns(p.bw_cblock * K, S_out, elem_bytes, 1);
+      if (!p.pointwise) col = std::max(col, p.bw_cblock * K * p.bw_cols);
+    }
     const int64_t tasks = g.groups * ceil_div(std::max<int64_t>(Cig, 1), p.bw_cblock);
     p.partial_elems = g.C_out * Cig * K;
     const int64_t max_by_memory =
@@ -174,35 +205,6 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
     p.bw_ranges = std::min(p.bw_ranges, max_by_memory);
   }
   p.col_elems = col;
-  // Our fp32 GEMM packs into per-slot workspace; problems too small for it to matter run on
-  // OpenBLAS instead, so they keep needing no workspace at all (e.g. a tiny pointwise conv).
-  const double macs = static_cast<double>(g.N) * g.C_out * S_out * Cig * K;
-  if (elem_bytes == sizeof(float) && macs >= kOwnGemmMinMacs) p.pack_elems = gemm::pack_elems();
-  // With our AVX-512 GEMM, the forward-form GEMMs (forward, flipped data gradient) and the weight
-  // gradient gather their column panels straight from the input (im2col_panels.h): no column
-  // buffer; the forward-form weights are packed once per call.
-  if (p.pack_elems > 0 && gemm::have_avx512() && !p.pointwise) {
-    p.implicit = true;
-    const int64_t want_cols = ceil_div(4 * p.slots, items);
-    if (use.forward) {
-      p.fwd_cols = ceil_div(S_out, std::clamp<int64_t>(want_cols, 1, S_out));
-      p.wpack_elems = g.groups * gemm::packed_a_elems(g.cout_g(), Cig * K);
-    }
-    if (p.bd_flip) {
-      p.bd_fwd_cols = ceil_div(g.in_size(), std::clamp<int64_t>(want_cols, 1, g.in_size()));
-      p.wpack_elems = std::max(p.wpack_elems, g.groups * gemm::packed_a_elems(Cig, g.cout_g() * K));
-    }
-    // The weight gradient's transposed panels only pay off where rows are gathered with vector
-    // loads (unit stride along W); strided ones keep the explicit im2col chunks (measured: stride2
-    // 80 vs 68 GFLOP/s on one thread).
-    p.bw_implicit = use.backward_weight && g.stride[2] == 1;
-    if (p.bw_implicit) p.pack_elems += Im2colPanelsT::tile_elems();
-    // The column buffer is now only needed by the col2im data gradient and a strided weight
-    // gradient.
-    p.col_elems = use.backward_data && !p.bd_flip ? p.bd_cblock * K * p.bd_cols : 0;
-    if (use.backward_weight && !p.bw_implicit)
-      p.col_elems = std::max(p.col_elems, p.bw_cblock * K * p.bw_cols);
-  }
   return p;
 }
 

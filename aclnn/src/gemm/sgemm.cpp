@@ -23,14 +23,17 @@ int64_t pack_elems() {
   return have_avx512() ? sgemm_avx512_pack_elems() : 0;
 }
 
+bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return true;
+  if (K > 0) return false;
+  if (!accumulate)
+    for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+  return true;
+}
+
 void sgemm(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C, int64_t ldc,
            float* scratch) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) {
-    if (!accumulate)
-      for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
-    return;
-  }
+  if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
   if (scratch && have_avx512()) {
     sgemm_avx512(M, N, K, A, B, accumulate, C, ldc, scratch);
     return;

@@ -50,6 +50,9 @@ int64_t pack_elems();
 void sgemm(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C, int64_t ldc,
            float* scratch);
 
+// The empty cases (M or N <= 0: nothing; K <= 0: C = 0 unless accumulating); true when handled.
+bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int64_t ldc);
+
 // The AVX-512 implementation (only call when have_avx512()).
 void sgemm_avx512(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C,
                   int64_t ldc, float* scratch);

@@ -35,7 +35,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "gemm/transpose16_avx512.h"
+#include "gemm/avx512_util.h"
 
 namespace aclnn_cpu::gemm {
 namespace {
@@ -99,13 +99,9 @@ void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* 
           _mm512_store_ps(d + 16, _mm512_loadu_ps(s + p * kNR + 16));
           _mm512_store_ps(d + 32, _mm512_loadu_ps(s + p * kNR + 32));
         } else {
-          for (int64_t q = 0; q < 3; ++q) {
-            const int64_t left = cols - 16 * q;
-            const __mmask16 m = static_cast<__mmask16>(left >= 16  ? 0xffff
-                                                       : left <= 0 ? 0
-                                                                   : (1u << left) - 1);
-            _mm512_store_ps(d + 16 * q, _mm512_maskz_loadu_ps(m, s + p * kNR + 16 * q));
-          }
+          for (int64_t q = 0; q < 3; ++q)
+            _mm512_store_ps(d + 16 * q, _mm512_maskz_loadu_ps(first_lanes(cols - 16 * q),
+                                                              s + p * kNR + 16 * q));
         }
       }
     }
@@ -176,7 +172,7 @@ void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate,
   for (int64_t j = 0; j < 3; ++j) {
     const int64_t left = cols - 16 * j;
     if (left <= 0) break;
-    const __mmask16 m = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+    const __mmask16 m = first_lanes(left);
     for (int64_t i = 0; i < rows; ++i) {
       float* d = C + i * ldc + 16 * j;
       __m512 v = c[i][j];
@@ -250,13 +246,7 @@ void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
 void sgemm_avx512_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
                          const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C,
                          int64_t ldc, float* scratch) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) {
-    if (!accumulate)
-      for (int64_t i = 0; i < M; ++i)
-        memset(C + i * ldc, 0, static_cast<size_t>(N) * sizeof(float));
-    return;
-  }
+  if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
   gemm_blocked(M, N, K, a_mat, packed_a, b_mat, b_panels, accumulate, C, ldc, scratch);
 }
 

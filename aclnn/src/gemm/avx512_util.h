@@ -1,11 +1,18 @@
-// transpose16: 16 x 16 fp32 in-register transpose, shared by the AVX-512 packing routines.
+// Small AVX-512 helpers shared by the packing routines (gemm/, conv/im2col_panels_avx512.cpp).
 // Include only inside an AVX-512 target region (#pragma GCC target), after the runtime CPU check
 // has been made by the caller's dispatch.
 #pragma once
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace aclnn_cpu::gemm {
+
+// The lowest n lanes of 16 (n clamped to [0, 16]).
+static inline __mmask16 first_lanes(int64_t n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1);
+}
 
 // In-register transpose of 16 x 16: r[i] holds row i on entry and column i on exit.
 static inline void transpose16(__m512 r[16]) {
