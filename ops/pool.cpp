@@ -1,5 +1,6 @@
-// Pooling: one N-d geometry (PoolPlan) for max/avg/adaptive-avg pooling in 1d/2d/3d, the plane
-// kernels, and the recorded ops with their backward nodes side by side.
+// Pooling: max/avg/adaptive-avg pooling in 1d/2d/3d on one N-d geometry (PoolPlan, built and
+// validated in pool_plan.cpp): the plane kernels, and the recorded ops with their backward nodes
+// side by side.
 //
 // Every spatial rank is run as 3-d: 1d and 2d get leading unit dims (kernel 1, stride 1, no
 // padding), so [N, C, L] is processed as N*C planes of [1, 1, L]. A plan describes each axis as
@@ -30,6 +31,7 @@
 
 #include "autograd/function.h"
 #include "ops/kernels.h"
+#include "ops/pool_plan.h"
 #include "tensor/creation.h"
 
 namespace aclgrad {
@@ -40,173 +42,7 @@ using autograd::tensor_list;
 
 namespace {
 
-enum class PoolKind { Max, Avg };  // only the padding rule differs at planning time
-
-// Input positions of one output index along one axis: start + i*step for i < count. span is the
-// window's extent clipped to the padded input (the count_include_pad divisor factor).
-struct Window {
-  int64_t start = 0, count = 0, step = 1, span = 1;
-};
-
-struct PoolPlan {
-  const char* op = "";         // "max_pool2d", for messages
-  const char* node_name = "";  // "MaxPool2dBackward", ...
-  Shape in_shape, out_shape;   // the user's shapes, [N, C, *spatial] or [C, *spatial]
-  int64_t planes = 0;          // N * C
-  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1};  // spatial sizes as 3-d
-  std::array<std::vector<Window>, 3> windows;        // windows[axis][o]
-  bool count_include_pad = true;                     // avg only
-  std::optional<int64_t> divisor_override;           // avg only
-  // Dense: no padding, no dilation and every window whole (count = kernel), so output o of axis
-  // a reads kernel[a] consecutive positions from o * stride[a]. Max pooling with 2x2 and 3x3
-  // kernels then takes direct loops over rows (max_forward_dense) when the depth axis is
-  // trivial (2-d pooling).
-  bool dense = false;
-  std::array<int64_t, 3> kernel{1, 1, 1}, stride{1, 1, 1};
-
-  int64_t in_plane() const { return in[0] * in[1] * in[2]; }
-  int64_t out_plane() const { return out[0] * out[1] * out[2]; }
-  double divisor(const Window& a, const Window& b, const Window& c) const {
-    if (divisor_override) return static_cast<double>(*divisor_override);
-    if (count_include_pad) return static_cast<double>(a.span * b.span * c.span);
-    return static_cast<double>(a.count * b.count * c.count);
-  }
-};
-using PlanPtr = std::shared_ptr<const PoolPlan>;
-
-// ---- geometry ----
-
-int64_t floor_div(int64_t a, int64_t b) {
-  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
-}
-
-// PyTorch's pooling_output_shape.
-int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-  int64_t out = floor_div(in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
-  if (ceil_mode && (out - 1) * s >= in + p) --out;  // last window must start in input/left pad
-  return out;
-}
-
-// Windows o*s - p + j*d (j < k) of one axis, restricted to [0, in).
-std::vector<Window> strided_windows(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p,
-                                    int64_t d) {
-  std::vector<Window> w(out);
-  for (int64_t o = 0; o < out; ++o) {
-    const int64_t start = o * s - p;
-    const int64_t j0 = start < 0 ? (-start + d - 1) / d : 0;   // first tap >= 0
-    const int64_t j1 = std::min(k, (in - start + d - 1) / d);  // taps < in
-    w[o].count = std::max<int64_t>(0, j1 - j0);
-    w[o].start = start + j0 * d;
-    w[o].step = d;
-    w[o].span = std::min(start + k, in + p) - start;  // avg (d = 1): clipped to the padded input
-  }
-  return w;
-}
-
-// Adaptive windows [floor(o*in/out), ceil((o+1)*in/out)).
-std::vector<Window> adaptive_windows(int64_t in, int64_t out) {
-  std::vector<Window> w(out);
-  for (int64_t o = 0; o < out; ++o) {
-    const int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;
-    w[o] = Window{start, end - start, 1, end - start};
-  }
-  return w;
-}
-
-// A window parameter as 3 axes: rank values (or one value repeated), leading unit axes `unit`.
-std::array<int64_t, 3> expand_param(const char* op, const char* name, const Shape& v, int rank,
-                                    int64_t unit) {
-  check(v.size() == 1 || static_cast<int>(v.size()) == rank, op, ": ", name, " must have 1 or ",
-        rank, " elements, got ", v);
-  std::array<int64_t, 3> a{unit, unit, unit};
-  for (int i = 0; i < rank; ++i) a[3 - rank + i] = v.size() == 1 ? v[0] : v[i];
-  return a;
-}
-
-Shape spatial_of(const std::array<int64_t, 3>& a, int rank) {
-  return Shape(a.begin() + (3 - rank), a.end());
-}
-
-const char* kSpatialNames[3] = {"L", "H, W", "D, H, W"};
-
-// Checks x is [C, *spatial] or [N, C, *spatial] with non-zero C and spatial dims; fills the
-// plan's shapes and input sizes.
-void plan_input(const char* op, int rank, const Tensor& x, PoolPlan& plan) {
-  const int64_t nd = x.dim();
-  bool ok = nd == rank + 1 || nd == rank + 2;
-  for (int64_t i = (nd == rank + 2 ? 1 : 0); ok && i < nd; ++i) ok = x.size(i) > 0;
-  check<ShapeError>(ok, op, ": expected a ", rank + 1, "-d [C, ", kSpatialNames[rank - 1], "] or ",
-                    rank + 2, "-d [N, C, ", kSpatialNames[rank - 1],
-                    "] input with non-zero C and spatial sizes (N may be 0), got input of shape ",
-                    x.sizes());
-  plan.in_shape = x.sizes();
-  plan.planes = 1;
-  for (int64_t i = 0; i < nd - rank; ++i) plan.planes *= x.size(i);
-  for (int i = 0; i < rank; ++i) plan.in[3 - rank + i] = x.size(nd - rank + i);
-}
-
-void plan_output(PoolPlan& plan, int rank) {
-  const int64_t lead = static_cast<int64_t>(plan.in_shape.size()) - rank;
-  plan.out_shape = Shape(plan.in_shape.begin(), plan.in_shape.begin() + lead);
-  for (int i = 0; i < rank; ++i) plan.out_shape.push_back(plan.out[3 - rank + i]);
-}
-
-struct WindowArgs {
-  const Shape& kernel_size;
-  const Shape& stride;
-  const Shape& padding;
-  const Shape& dilation;
-  bool ceil_mode;
-};
-
-std::shared_ptr<PoolPlan> make_strided_plan(const char* op, const char* node_name, PoolKind kind,
-                                            int rank, const Tensor& x, const WindowArgs& args) {
-  auto plan = std::make_shared<PoolPlan>();
-  plan->op = op;
-  plan->node_name = node_name;
-  const auto k = expand_param(op, "kernel_size", args.kernel_size, rank, 1);
-  const auto s = args.stride.empty() ? k : expand_param(op, "stride", args.stride, rank, 1);
-  const auto p = expand_param(op, "padding", args.padding, rank, 0);
-  const auto d = expand_param(op, "dilation", args.dilation, rank, 1);
-  for (int a = 3 - rank; a < 3; ++a) {
-    check(k[a] > 0, op,
-          ": kernel_size should be greater than zero, but got kernel_size=", spatial_of(k, rank));
-    check(s[a] > 0, op,
-          ": stride should be greater than zero, but got stride=", spatial_of(s, rank));
-    check(d[a] > 0, op,
-          ": dilation should be greater than zero, but got dilation=", spatial_of(d, rank));
-    check(p[a] >= 0, op, ": pad must be non-negative, but got pad=", spatial_of(p, rank));
-    if (kind == PoolKind::Max) {
-      check(p[a] <= (d[a] * (k[a] - 1) + 1) / 2, op,
-            ": pad should be at most half of effective kernel size, but got pad=", p[a],
-            ", kernel_size=", k[a], " and dilation=", d[a]);
-    } else {
-      check(p[a] <= k[a] / 2, op, ": pad should be at most half of kernel size, but got pad=", p[a],
-            " and kernel_size=", k[a]);
-    }
-  }
-  plan_input(op, rank, x, *plan);
-  for (int a = 0; a < 3; ++a) {
-    plan->out[a] = pooled_size(plan->in[a], k[a], s[a], p[a], d[a], args.ceil_mode);
-  }
-  for (int a = 3 - rank; a < 3; ++a) {
-    check<ShapeError>(plan->out[a] >= 1, op, ": given input of shape ", x.sizes(),
-                      ", the calculated output size ", spatial_of(plan->out, rank),
-                      " is too small (kernel_size=", spatial_of(k, rank),
-                      ", stride=", spatial_of(s, rank), ", padding=", spatial_of(p, rank),
-                      ", dilation=", spatial_of(d, rank), ")");
-  }
-  plan->dense = true;
-  for (int a = 0; a < 3; ++a) {
-    plan->windows[a] = strided_windows(plan->in[a], plan->out[a], k[a], s[a], p[a], d[a]);
-    plan->dense = plan->dense && p[a] == 0 && d[a] == 1;
-    for (const Window& w : plan->windows[a]) plan->dense = plan->dense && w.count == k[a];
-  }
-  plan->kernel = k;
-  plan->stride = s;
-  plan_output(*plan, rank);
-  return plan;
-}
+using namespace pool;  // PoolPlan, Window, the plan builders (pool_plan.h)
 
 // ---- plane kernels ----
 // x, y, idx, g point at one plane: x/g_in [D, H, W], y/g_out/idx [D_out, H_out, W_out].
@@ -606,21 +442,8 @@ Tensor avg_pool3d(const Tensor& x, const Shape& kernel_size, const Shape& stride
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, const Shape& output_size) {
-  const char* op = "adaptive_avg_pool2d";
-  const auto out = expand_param(op, "output_size", output_size, 2, 1);
-  check(out[1] >= 0 && out[2] >= 0, op,
-        ": elements of output_size must be greater than or equal to 0, got ", output_size);
-  auto plan = std::make_shared<PoolPlan>();
-  plan->op = op;
-  plan->node_name = "AdaptiveAvgPool2dBackward";
-  plan_input(op, 2, x, *plan);
-  for (int a = 0; a < 3; ++a) {
-    plan->out[a] = out[a];
-    plan->windows[a] = adaptive_windows(plan->in[a], out[a]);
-  }
-  plan->count_include_pad = false;  // divisor = the window's input count
-  plan_output(*plan, 2);
-  return avg_forward(x, plan);
+  return avg_forward(
+      x, make_adaptive_plan("adaptive_avg_pool2d", "AdaptiveAvgPool2dBackward", x, output_size));
 }
 
 }  // namespace aclgrad
