@@ -53,6 +53,13 @@ std::vector<ConvCase> FastPathCases() {
       Case("depthwise_dil", MakeGeom({3, 36, 40, 41}, {36, 1, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 36)),
       Case("depthwise_mult2", MakeGeom({3, 32, 40, 41}, {64, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 32)),
       Case("depthwise1d", MakeGeom({4, 64, 3000}, {64, 1, 7}, {1}, {3}, {1}, 64)),
+      // One input channel (MNIST's first layer) and rows of 1-4 vectors, padding wider than the
+      // kernel reach on one side: the register-accumulated unit-stride data gradient.
+      Case("single_channel", MakeGeom({3, 1, 28, 28}, {32, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1)),
+      Case("single_channel_wide", MakeGeom({2, 1, 9, 64}, {8, 1, 3, 7}, {1, 1}, {1, 4}, {1, 1}, 1)),
+      Case("depthwise_narrow", MakeGeom({2, 8, 11, 5}, {8, 1, 3, 3}, {1, 1}, {0, 2}, {1, 2}, 8)),
+      Case("depthwise3d",
+           MakeGeom({2, 6, 5, 9, 37}, {12, 1, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 2}, 6)),
   };
 }
 

@@ -119,6 +119,12 @@ float tap_dot_any(const float* y, const float* x, const Tap& t) {
   return tap_dot(y, x, t);
 }
 
+// dx plane from its m dy planes with the register-accumulating AVX-512 kernel, where it applies
+// (true: dx written).
+bool data_plane_fast(const ConvGeometry& g, float* dx, const float* dy, const float* w, int64_t m) {
+  return gemm::have_avx512() && dw_plane_backward_data_avx512(g, dx, dy, g.out_size(), w, m);
+}
+
 template <typename Body>
 void parallel(int64_t count, Body&& body) {
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, 1),
@@ -149,6 +155,7 @@ void depthwise_backward_data(const ConvGeometry& g, const float* dy, const float
   parallel(g.N * g.C_in, [&](int64_t t) {
     const int64_t n = t / g.C_in, c = t % g.C_in;
     float* dxc = dx + t * S_in;
+    if (data_plane_fast(g, dxc, dy + (n * g.C_out + c * m) * S_out, w + c * m * K, m)) return;
     for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
     for (int64_t j = 0; j < m; ++j) {
       const int64_t o = c * m + j;
@@ -204,13 +211,16 @@ void depthwise_backward(const ConvGeometry& g, const float* x, const float* dy, 
     for (int64_t n = 0; n < g.N; ++n) {
       const float* xc = x + (n * g.C_in + c) * S_in;
       float* dxc = dx + (n * g.C_in + c) * S_in;
-      for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
+      const bool dx_done =
+          data_plane_fast(g, dxc, dy + (n * g.C_out + c * m) * S_out, w + c * m * K, m);
+      if (!dx_done)
+        for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
       for (int64_t j = 0; j < m; ++j) {
         const int64_t o = c * m + j;
         const float* dyo = dy + (n * g.C_out + o) * S_out;
         const float* wo = w + o * K;
         for_taps(g, [&](const Tap& tap) {
-          tap_scatter_any(dxc, dyo, wo[tap.q], tap);
+          if (!dx_done) tap_scatter_any(dxc, dyo, wo[tap.q], tap);
           total[j * K + tap.q] += tap_dot_any(dyo, xc, tap);
         });
       }

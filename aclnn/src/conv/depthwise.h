@@ -28,6 +28,11 @@ struct DepthwiseTap {
 void dw_tap_gather_avx512(float* y, const float* x, float a, const DepthwiseTap& t);
 void dw_tap_scatter_avx512(float* x, const float* y, float a, const DepthwiseTap& t);
 float dw_tap_dot_avx512(const float* y, const float* x, const DepthwiseTap& t);
+// dx plane = the data gradient from the m dy planes (dy + j * dy_stride) and their weights
+// (w + j * K), for every stride 1 and rows of at most 64: summed per dx row in registers and
+// stored once (no zeroing needed). Returns false, writing nothing, for other shapes.
+bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
+                                   int64_t dy_stride, const float* w, int64_t m);
 
 // Whether the direct kernels apply (every input channel is its own group's only channel).
 inline bool use_depthwise(const ConvGeometry& g) {

@@ -35,7 +35,92 @@ inline void rows(const DepthwiseTap& t, Row&& row) {
     }
 }
 
+// acc + y[0..16) * x[0..16), lanes past `left` taken as zero.
+inline __m512 masked_fma(const float* y, const float* x, int64_t left, __m512 acc) {
+  const __mmask16 m = tail_mask(left);
+  return _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, y), _mm512_maskz_loadu_ps(m, x), acc);
+}
+
+// The data gradient of one input plane with every stride 1, row by row: each dx row (NV vectors)
+// is summed in registers over the m output planes and every tap, then stored once. A unit-
+// stride data gradient is a correlation, dx[i] = sum_q w[q] * dy[i + pad - q * dil], so every
+// term is a (masked) load of a dy row at a fixed offset: no read-modify-write of dx per tap
+// (the per-tap scatter's shifted stores also defeat store-to-load forwarding on the next tap).
+template <int NV>
+void plane_data_rows(const ConvGeometry& g, float* dx, const float* dy, int64_t dy_stride,
+                     const float* w, int64_t m, const __mmask16 (*masks)[4], const int64_t* offw) {
+  const int64_t H = g.in[1], W = g.in[2], oD = g.out[0], oH = g.out[1], oW = g.out[2];
+  const int64_t kD = g.k[0], kH = g.k[1], kW = g.k[2], K = g.k_size();
+  for (int64_t id = 0; id < g.in[0]; ++id)
+    for (int64_t ih = 0; ih < H; ++ih) {
+      __m512 acc[NV];
+      for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
+      for (int64_t j = 0; j < m; ++j) {
+        const float* dyj = dy + j * dy_stride;
+        const float* wj = w + j * K;
+        for (int64_t kd = 0; kd < kD; ++kd) {
+          const int64_t od = id + g.pad_before[0] - kd * g.dil[0];
+          if (od < 0 || od >= oD) continue;
+          for (int64_t kh = 0; kh < kH; ++kh) {
+            const int64_t oh = ih + g.pad_before[1] - kh * g.dil[1];
+            if (oh < 0 || oh >= oH) continue;
+            const float* row = dyj + (od * oH + oh) * oW;
+            const float* wq = wj + (kd * kH + kh) * kW;
+            for (int64_t kw = 0; kw < kW; ++kw) {
+              const __m512 a = _mm512_set1_ps(wq[kw]);
+              const float* src = row + offw[kw];
+              for (int v = 0; v < NV; ++v)
+                acc[v] =
+                    _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(masks[kw][v], src + 16 * v), acc[v]);
+            }
+          }
+        }
+      }
+      float* out = dx + (id * H + ih) * W;
+      for (int v = 0; v < NV; ++v)
+        _mm512_mask_storeu_ps(out + 16 * v, tail_mask(W - 16 * v), acc[v]);
+    }
+}
+
 }  // namespace
+
+bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
+                                   int64_t dy_stride, const float* w, int64_t m) {
+  constexpr int64_t kMaxKw = 32;
+  const int64_t W = g.in[2], oW = g.out[2];
+  if (g.stride[0] != 1 || g.stride[1] != 1 || g.stride[2] != 1 || W > 64 || g.k[2] > kMaxKw)
+    return false;
+  // Lanes of vector v valid for tap column kw: dx column 16v + l < W reads dy column
+  // 16v + l + offw[kw], which must lie in [0, oW).
+  __mmask16 masks[kMaxKw][4];
+  int64_t offw[kMaxKw];
+  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+    offw[kw] = g.pad_before[2] - kw * g.dil[2];
+    for (int64_t v = 0; v < 4; ++v) {
+      unsigned bits = 0;
+      for (int64_t l = 0; l < 16; ++l) {
+        const int64_t c = 16 * v + l, src = c + offw[kw];
+        if (c < W && src >= 0 && src < oW) bits |= 1u << l;
+      }
+      masks[kw][v] = static_cast<__mmask16>(bits);
+    }
+  }
+  switch ((W + 15) / 16) {
+    case 1:
+      plane_data_rows<1>(g, dx, dy, dy_stride, w, m, masks, offw);
+      break;
+    case 2:
+      plane_data_rows<2>(g, dx, dy, dy_stride, w, m, masks, offw);
+      break;
+    case 3:
+      plane_data_rows<3>(g, dx, dy, dy_stride, w, m, masks, offw);
+      break;
+    default:
+      plane_data_rows<4>(g, dx, dy, dy_stride, w, m, masks, offw);
+      break;
+  }
+  return true;
+}
 
 void dw_tap_gather_avx512(float* y, const float* x, float a, const DepthwiseTap& t) {
   const __m512 va = _mm512_set1_ps(a);
@@ -79,12 +164,12 @@ float dw_tap_dot_avx512(const float* y, const float* x, const DepthwiseTap& t) {
       a2 = _mm512_fmadd_ps(_mm512_loadu_ps(yr + i + 32), _mm512_loadu_ps(xr + i + 32), a2);
       a3 = _mm512_fmadd_ps(_mm512_loadu_ps(yr + i + 48), _mm512_loadu_ps(xr + i + 48), a3);
     }
-    __m512* acc[4] = {&a0, &a1, &a2, &a3};
-    for (int j = 0; i < n; i += 16, ++j) {
-      const __mmask16 m = tail_mask(n - i);
-      *acc[j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, yr + i), _mm512_maskz_loadu_ps(m, xr + i),
-                                *acc[j]);
-    }
+    // The < 64 left: up to four (masked) vectors, each into its own accumulator (named, not
+    // through an array of pointers, which would keep them in memory).
+    if (i < n) a0 = masked_fma(yr + i, xr + i, n - i, a0), i += 16;
+    if (i < n) a1 = masked_fma(yr + i, xr + i, n - i, a1), i += 16;
+    if (i < n) a2 = masked_fma(yr + i, xr + i, n - i, a2), i += 16;
+    if (i < n) a3 = masked_fma(yr + i, xr + i, n - i, a3);
   });
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
