@@ -125,6 +125,12 @@ bool data_plane_fast(const ConvGeometry& g, float* dx, const float* dy, const fl
   return gemm::have_avx512() && dw_plane_backward_data_avx512(g, dx, dy, g.out_size(), w, m);
 }
 
+// total[q] += every tap's weight-gradient sum over one plane pair with the AVX-512 kernel that
+// shares dy loads between the taps of a kernel row, where it applies (true: added).
+bool tap_sums_fast(const ConvGeometry& g, const float* dy, const float* x, double* total) {
+  return gemm::have_avx512() && dw_plane_tap_sums_avx512(g, dy, x, total);
+}
+
 template <typename Body>
 void parallel(int64_t count, Body&& body) {
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, 1),
@@ -183,6 +189,7 @@ void depthwise_backward_weight(const ConvGeometry& g, const float* x, const floa
       for (int64_t n = 0; n < g.N; ++n) {
         const float* dyo = dy + (n * g.C_out + o) * S_out;
         const float* xc = x + (n * g.C_in + o / m) * S_in;
+        if (q0 == 0 && q1 == K && tap_sums_fast(g, dyo, xc, total)) continue;
         for_taps(g, [&](const Tap& tap) {
           if (tap.q >= q0 && tap.q < q1) total[tap.q - q0] += tap_dot_any(dyo, xc, tap);
         });
@@ -219,9 +226,11 @@ void depthwise_backward(const ConvGeometry& g, const float* x, const float* dy, 
         const int64_t o = c * m + j;
         const float* dyo = dy + (n * g.C_out + o) * S_out;
         const float* wo = w + o * K;
+        const bool sums_done = tap_sums_fast(g, dyo, xc, total + j * K);
+        if (dx_done && sums_done) continue;
         for_taps(g, [&](const Tap& tap) {
           if (!dx_done) tap_scatter_any(dxc, dyo, wo[tap.q], tap);
-          total[j * K + tap.q] += tap_dot_any(dyo, xc, tap);
+          if (!sums_done) total[j * K + tap.q] += tap_dot_any(dyo, xc, tap);
         });
       }
     }

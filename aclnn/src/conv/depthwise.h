@@ -31,6 +31,11 @@ float dw_tap_dot_avx512(const float* y, const float* x, const DepthwiseTap& t);
 // dx plane = the data gradient from the m dy planes (dy + j * dy_stride) and their weights
 // (w + j * K), for every stride 1 and rows of at most 64: summed per dx row in registers and
 // stored once (no zeroing needed). Returns false, writing nothing, for other shapes.
+// total[q] += the weight-gradient sum of tap q over one (dy plane, x plane) pair, for every tap,
+// when the W stride is 1, output rows have at most 64 columns and the kernel at most 7 along W
+// (one float sum per tap and plane pair, like tap_dot); returns false, adding nothing, otherwise.
+bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const float* x,
+                              double* total);
 bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
                                    int64_t dy_stride, const float* w, int64_t m);
 

@@ -82,7 +82,88 @@ void plane_data_rows(const ConvGeometry& g, float* dx, const float* dy, int64_t 
     }
 }
 
+// The weight-gradient sums of one (dy plane, x plane) pair for the KW taps of one (kd, kh) row
+// of the kernel at once: each dy vector is loaded once and multiplied with KW shifted x loads,
+// into KW register accumulators (one pass over the planes per (kd, kh) instead of per tap).
+template <int KW>
+void plane_tap_row_sums(const ConvGeometry& g, const float* dy, const float* x, int64_t kd,
+                        int64_t kh, const __mmask16 (*masks)[4], const __mmask16* dy_masks,
+                        const int64_t* offx, double* total) {
+  const int64_t H = g.in[1], W = g.in[2], oH = g.out[1], oW = g.out[2];
+  const int64_t nv = (oW + 15) / 16;
+  __m512 acc[KW];
+  for (int q = 0; q < KW; ++q) acc[q] = _mm512_setzero_ps();
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    const int64_t id = od * g.stride[0] - g.pad_before[0] + kd * g.dil[0];
+    if (id < 0 || id >= g.in[0]) continue;
+    for (int64_t oh = 0; oh < oH; ++oh) {
+      const int64_t ih = oh * g.stride[1] - g.pad_before[1] + kh * g.dil[1];
+      if (ih < 0 || ih >= H) continue;
+      const float* dyr = dy + (od * oH + oh) * oW;
+      const float* xr = x + (id * H + ih) * W;
+      for (int64_t v = 0; v < nv; ++v) {
+        const __m512 d = _mm512_maskz_loadu_ps(dy_masks[v], dyr + 16 * v);
+        for (int q = 0; q < KW; ++q)
+          acc[q] =
+              _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(masks[q][v], xr + 16 * v + offx[q]), acc[q]);
+      }
+    }
+  }
+  for (int q = 0; q < KW; ++q) total[q] += _mm512_reduce_add_ps(acc[q]);
+}
+
 }  // namespace
+
+bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const float* x,
+                              double* total) {
+  constexpr int64_t kMaxKw = 7;
+  const int64_t W = g.in[2], oW = g.out[2], kW = g.k[2];
+  if (g.stride[2] != 1 || oW > 64 || kW > kMaxKw) return false;
+  // Lanes of output vector v valid for tap column kw: output column 16v + l < oW reads input
+  // column 16v + l + offx[kw], which must lie in [0, W).
+  __mmask16 masks[kMaxKw][4], dy_masks[4];
+  int64_t offx[kMaxKw];
+  for (int64_t v = 0; v < 4; ++v) dy_masks[v] = tail_mask(oW - 16 * v > 0 ? oW - 16 * v : 0);
+  for (int64_t kw = 0; kw < kW; ++kw) {
+    offx[kw] = kw * g.dil[2] - g.pad_before[2];
+    for (int64_t v = 0; v < 4; ++v) {
+      unsigned bits = 0;
+      for (int64_t l = 0; l < 16; ++l) {
+        const int64_t c = 16 * v + l, src = c + offx[kw];
+        if (c < oW && src >= 0 && src < W) bits |= 1u << l;
+      }
+      masks[kw][v] = static_cast<__mmask16>(bits);
+    }
+  }
+  for (int64_t kd = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+      double* t = total + (kd * g.k[1] + kh) * kW;
+      switch (kW) {
+        case 1:
+          plane_tap_row_sums<1>(g, dy, x, kd, kh, masks, dy_masks, offx, t);
+          break;
+        case 2:
+          plane_tap_row_sums<2>(g, dy, x, kd, kh, masks, dy_masks, offx, t);
+          break;
+        case 3:
+          plane_tap_row_sums<3>(g, dy, x, kd, kh, masks, dy_masks, offx, t);
+          break;
+        case 4:
+          plane_tap_row_sums<4>(g, dy, x, kd, kh, masks, dy_masks, offx, t);
+          break;
+        case 5:
+          plane_tap_row_sums<5>(g, dy, x, kd, kh, masks, dy_masks, offx, t);
+          break;
+        case 6:
+          plane_tap_row_sums<6>(g, dy, x, kd, kh, masks, dy_masks, offx, t);
+          break;
+        default:
+          plane_tap_row_sums<7>(g, dy, x, kd, kh, masks, dy_masks, offx, t);
+          break;
+      }
+    }
+  return true;
+}
 
 bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
                                    int64_t dy_stride, const float* w, int64_t m) {
