@@ -47,6 +47,12 @@ std::vector<ConvCase> FastPathCases() {
            MakeGeom({4, 48, 17, 15}, {48, 24, 4, 4}, {2, 2}, {1, 1}, {1, 1}, 1, true, {0, 0})),
       Case("transposed3d", MakeGeom({2, 24, 6, 12, 11}, {24, 16, 3, 3, 3}, {2, 2, 2}, {1, 1, 1},
                                     {1, 1, 1}, 1, true, {1, 1, 1})),
+      // Unit stride on the padded grid (padded_grid.h): 3d (grid rows between the output
+      // planes dropped), and padding beyond the kernel's reach (the flipped data gradient's
+      // grid then crops its input).
+      Case("grid3d",
+           MakeGeom({2, 16, 6, 30, 30}, {16, 16, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1)),
+      Case("grid_wide_pad", MakeGeom({2, 32, 30, 30}, {32, 32, 3, 3}, {1, 1}, {3, 3}, {1, 1}, 1)),
       // Depthwise (direct kernel): stride 1 and 2, dilation, channel multiplier 2.
       Case("depthwise", MakeGeom({4, 48, 45, 47}, {48, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 48)),
       Case("depthwise_s2", MakeGeom({4, 40, 45, 47}, {40, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 40)),

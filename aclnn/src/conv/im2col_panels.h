@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "conv/geometry.h"
+#include "conv/padded_grid.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -43,6 +44,23 @@ class Im2colPanelsT final : public gemm::BPanels {
   const float* x_;
   int64_t col0_;
   float* tile_;
+};
+
+// The forward-form column matrix on a padded grid (padded_grid.h): every row is a contiguous run
+// of the padded input, so a panel row is three vector copies. Columns are grid columns col0 + j.
+class GridPanels final : public gemm::BPanels {
+ public:
+  // xp: the padded copy of the first input channel of the (sample, group).
+  GridPanels(const ConvGeometry& g, const PaddedGrid& pg, const float* xp, int64_t col0)
+      : g_(g), pg_(pg), xp_(xp), col0_(col0) {}
+
+  void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override;
+
+ private:
+  const ConvGeometry& g_;
+  const PaddedGrid& pg_;
+  const float* xp_;
+  int64_t col0_;
 };
 
 }  // namespace aclnn_cpu::conv

@@ -125,6 +125,35 @@ void Im2colPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp
   }
 }
 
+void GridPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
+  const int64_t panels = (n + kNR - 1) / kNR;
+  const int64_t last = n - (panels - 1) * kNR;  // columns of the last panel (1 .. 48)
+  const int64_t K = g_.k_size(), kH = g_.k[1], kW = g_.k[2];
+  const int64_t step_d = g_.dil[0] * pg_.Hp * pg_.Wp, step_h = g_.dil[1] * pg_.Wp;
+  const float* base = xp_ + col0_ + j0;
+  int64_t c = k0 / K, tap = k0 % K;
+  int64_t kd = tap / (kH * kW), kh = (tap / kW) % kH, kw = tap % kW;
+  for (int64_t r = 0; r < kc; ++r) {
+    const float* src = base + c * pg_.plane + kd * step_d + kh * step_h + kw * g_.dil[2];
+    float* dst = Bp + r * kNR;
+    for (int64_t p = 0; p + 1 < panels; ++p, src += kNR, dst += kc * kNR) {
+      _mm512_store_ps(dst, _mm512_loadu_ps(src));
+      _mm512_store_ps(dst + 16, _mm512_loadu_ps(src + 16));
+      _mm512_store_ps(dst + 32, _mm512_loadu_ps(src + 32));
+    }
+    for (int64_t q = 0; q < 3; ++q)
+      _mm512_store_ps(dst + 16 * q,
+                      _mm512_maskz_loadu_ps(gemm::first_lanes(last - 16 * q), src + 16 * q));
+    if (++kw == kW) {
+      kw = 0;
+      if (++kh == kH) {
+        kh = 0;
+        if (++kd == g_.k[0]) kd = 0, ++c;
+      }
+    }
+  }
+}
+
 int64_t Im2colPanelsT::tile_elems() {
   return 16 * kTileK + kGatherSlack;  // the last row's gather may spill
 }

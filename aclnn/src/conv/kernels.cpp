@@ -14,6 +14,7 @@
 #include "conv/depthwise.h"
 #include "conv/im2col.h"
 #include "conv/im2col_panels.h"
+#include "conv/padded_grid.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -25,6 +26,9 @@ constexpr int64_t kColumnBudgetBytes = int64_t{2} << 20;
 constexpr int64_t kMinColumns = 16;
 // Smallest convolution (multiply-adds of one pass) worth the GEMM packing workspace.
 constexpr double kOwnGemmMinMacs = double(1 << 22);
+// Padded grid (padded_grid.h): largest fraction of dropped grid columns, result block per task.
+constexpr double kMaxGridWaste = 0.15;
+constexpr int64_t kGridBlockBytes = int64_t{512} << 10;
 // Cap on the memory spent on grad-weight partials when splitting the batch for parallelism.
 constexpr int64_t kPartialBudgetBytes = int64_t{256} << 20;
 
@@ -114,6 +118,37 @@ void for_tasks(int64_t count, Body&& body) {
                     });
 }
 
+ConvGeometry flipped_for_data(const ConvGeometry& g) {
+  // With unit stride, dx[c, i] = sum_{o, q} w[o, c, q] * dy[o, i + pb - q*dil]. Substituting
+  // q' = K-1-q (every kernel dim reversed) gives a regular conv of dy with weight
+  // w'[c, o, q'] = w[o, c, K-1-q'], padding pb' = dil*(k-1) - pb (may be negative: im2col's
+  // bounds handle any offset) and output size = the input size.
+  ConvGeometry f = g;
+  f.C_in = g.C_out;
+  f.C_out = g.C_in;
+  f.in = g.out;
+  f.out = g.in;
+  for (int d = 0; d < 3; ++d) {
+    f.pad_before[d] = g.dil[d] * (g.k[d] - 1) - g.pad_before[d];
+    f.pad_after[d] = g.dil[d] * (g.k[d] - 1) - g.pad_after[d];
+  }
+  return f;
+}
+
+// Grid rows per task for running the forward-form GEMM of `f` (a unit-stride conv with `m`
+// output channels per group) on the padded grid, or 0 where it does not apply: the grid needs
+// every stride 1, and it computes its extra columns for nothing, so it is used only where they
+// are few (measured: a 28 x 28, 3 x 3 layer wastes 7% and gains ~20% over the walked gather).
+int64_t grid_rows_per_task(const ConvGeometry& f, int64_t m, int64_t want) {
+  if (!unit_stride(f) || f.out_size() <= 0) return 0;
+  const PaddedGrid pg = padded_grid(f);
+  if (grid_waste(f, pg) > kMaxGridWaste) return 0;
+  // The task's result block (m x rows x Wp) stays around half of L2.
+  const int64_t by_budget = std::max<int64_t>(1, kGridBlockBytes / (m * pg.Wp * 4));
+  return std::clamp<int64_t>(std::min(by_budget, ceil_div(pg.rows, std::max<int64_t>(want, 1))), 1,
+                             pg.rows);
+}
+
 }  // namespace
 
 void init_blas_threads() {
@@ -152,6 +187,12 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
     if (p.implicit) {
       p.fwd_cols = task_columns(S_out);
       p.wpack_elems = g.groups * gemm::packed_a_elems(g.cout_g(), Cig * K);
+      p.fwd_grid_rows = grid_rows_per_task(g, g.cout_g(), want);
+      if (p.fwd_grid_rows > 0) {
+        const PaddedGrid pg = padded_grid(g);
+        p.grid_elems = std::max(p.grid_elems, grid_elems(pg, g.N * g.C_in));
+        col = std::max(col, g.cout_g() * p.fwd_grid_rows * pg.Wp);
+      }
     } else {
       p.fwd_cols = chunk_columns(p.pointwise ? 0 : Cig * K, S_out, elem_bytes, want);
       if (!p.pointwise) col = std::max(col, Cig * K * p.fwd_cols);
@@ -170,6 +211,13 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
         p.bd_fwd_cols = task_columns(g.in_size());
         p.wpack_elems =
             std::max(p.wpack_elems, g.groups * gemm::packed_a_elems(Cig, g.cout_g() * K));
+        const ConvGeometry f = flipped_for_data(g);
+        p.bd_grid_rows = grid_rows_per_task(f, Cig, want);
+        if (p.bd_grid_rows > 0) {
+          const PaddedGrid pg = padded_grid(f);
+          p.grid_elems = std::max(p.grid_elems, grid_elems(pg, f.N * f.C_in));
+          col = std::max(col, Cig * p.bd_grid_rows * pg.Wp);
+        }
       } else {
         p.bd_fwd_cols = chunk_columns(g.cout_g() * K, g.in_size(), elem_bytes, want);
         col = std::max(col, g.cout_g() * K * p.bd_fwd_cols);
@@ -225,6 +273,22 @@ void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w,
         gemm::pack_a_once(Cog, rows, gemm::Mat{w + grp * Cog * rows, rows, 1},
                           s.wpack + grp * wpack_g);
       });
+      if (p.fwd_grid_rows > 0) {  // padded grid: pad x once, GEMM per (sample, group, rows)
+        const PaddedGrid pg = padded_grid(g);
+        pad_into_grid(g, pg, x, g.N * g.C_in, s.grid);
+        const int64_t blocks = ceil_div(pg.rows, p.fwd_grid_rows);
+        for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
+          const int64_t b = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
+          const int64_t r0 = b * p.fwd_grid_rows, r1 = std::min(pg.rows, r0 + p.fwd_grid_rows);
+          const int64_t cols = (r1 - r0) * pg.Wp;
+          float* block = s.col + current_slot(p.slots) * p.col_elems;
+          const GridPanels panels(g, pg, s.grid + (n * g.C_in + grp * Cig) * pg.plane, r0 * pg.Wp);
+          gemm::sgemm_avx512_packed(Cog, cols, rows, s.wpack + grp * wpack_g, nullptr, nullptr,
+                                    &panels, false, block, cols, pack_slot(p, s));
+          grid_to_output(g, pg, block, Cog, r0, r1, y + (n * g.C_out + grp * Cog) * S_out);
+        });
+        return;
+      }
       for_tasks(g.N * g.groups * chunks, [&](int64_t t) {
         const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
         const int64_t j0 = chunk * p.fwd_cols, j1 = std::min(S_out, j0 + p.fwd_cols);
@@ -253,23 +317,6 @@ void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w,
   });
 }
 
-static ConvGeometry flipped_for_data(const ConvGeometry& g) {
-  // With unit stride, dx[c, i] = sum_{o, q} w[o, c, q] * dy[o, i + pb - q*dil]. Substituting
-  // q' = K-1-q (every kernel dim reversed) gives a regular conv of dy with weight
-  // w'[c, o, q'] = w[o, c, K-1-q'], padding pb' = dil*(k-1) - pb (may be negative: im2col's
-  // bounds handle any offset) and output size = the input size.
-  ConvGeometry f = g;
-  f.C_in = g.C_out;
-  f.C_out = g.C_in;
-  f.in = g.out;
-  f.out = g.in;
-  for (int d = 0; d < 3; ++d) {
-    f.pad_before[d] = g.dil[d] * (g.k[d] - 1) - g.pad_before[d];
-    f.pad_after[d] = g.dil[d] * (g.k[d] - 1) - g.pad_after[d];
-  }
-  return f;
-}
-
 template <typename T>
 void backward_data(const ConvGeometry& g, const KernelPlan& p, const T* dy, const T* w, T* dx,
                    const Scratch<T>& s) {
@@ -288,6 +335,7 @@ void backward_data(const ConvGeometry& g, const KernelPlan& p, const T* dy, cons
     KernelPlan q = p;
     q.pointwise = false;
     q.fwd_cols = p.bd_fwd_cols;
+    q.fwd_grid_rows = p.bd_grid_rows;
     return forward(flipped_for_data(g), q, dy, static_cast<const T*>(wf), dx, s);
   }
   if constexpr (std::is_same_v<T, float>) {

@@ -47,6 +47,9 @@ struct KernelPlan {
   bool implicit = false;      // fp32 AVX-512 forward-form GEMMs: implicit im2col (im2col_panels.h)
   int64_t wpack_elems = 0;    //   with the weights packed once per call (all groups)
   bool bw_implicit = false;   // fp32 AVX-512 weight gradient with transposed implicit panels
+  int64_t fwd_grid_rows = 0;  // implicit unit-stride forward on the padded grid (padded_grid.h):
+  int64_t bd_grid_rows = 0;   //   grid rows per task (0: not used), forward / flipped data grad
+  int64_t grid_elems = 0;     //   floats of the padded input copy
 };
 
 // Which primitives a plan must serve.
@@ -71,6 +74,7 @@ struct Scratch {
   T* pack = nullptr;
   T* wflip = nullptr;  // KernelPlan::wflip_elems
   T* wpack = nullptr;  // KernelPlan::wpack_elems
+  T* grid = nullptr;   // KernelPlan::grid_elems
 };
 
 template <typename T>
