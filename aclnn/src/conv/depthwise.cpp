@@ -149,6 +149,7 @@ void depthwise_forward(const ConvGeometry& g, const float* x, const float* w, fl
     const float* xc = x + (n * g.C_in + o / m) * S_in;
     const float* wo = w + o * K;
     float* yo = y + t * S_out;
+    if (gemm::have_avx512() && dw_plane_forward_avx512(g, yo, xc, wo)) return;
     for (int64_t i = 0; i < S_out; ++i) yo[i] = 0.0f;
     for_taps(g, [&](const Tap& tap) { tap_gather_any(yo, xc, wo[tap.q], tap); });
   });

@@ -36,6 +36,10 @@ float dw_tap_dot_avx512(const float* y, const float* x, const DepthwiseTap& t);
 // (one float sum per tap and plane pair, like tap_dot); returns false, adding nothing, otherwise.
 bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const float* x,
                               double* total);
+// y plane = the forward of one x plane with one output channel's weights w (K taps), for every
+// stride 1 and output rows of at most 64, summed per row in registers; false (nothing written)
+// for other shapes.
+bool dw_plane_forward_avx512(const ConvGeometry& g, float* y, const float* x, const float* w);
 bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
                                    int64_t dy_stride, const float* w, int64_t m);
 

@@ -41,32 +41,36 @@ inline __m512 masked_fma(const float* y, const float* x, int64_t left, __m512 ac
   return _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, y), _mm512_maskz_loadu_ps(m, x), acc);
 }
 
-// The data gradient of one input plane with every stride 1, row by row: each dx row (NV vectors)
-// is summed in registers over the m output planes and every tap, then stored once. A unit-
-// stride data gradient is a correlation, dx[i] = sum_q w[q] * dy[i + pad - q * dil], so every
-// term is a (masked) load of a dy row at a fixed offset: no read-modify-write of dx per tap
-// (the per-tap scatter's shifted stores also defeat store-to-load forwarding on the next tap).
+// A unit-stride correlation of planes: out[i] = sum_j sum_q w_j[q] * in_j[i + off + q * step]
+// per spatial dim (terms outside `in` are zero). The forward is one (off = -pad, step = dil);
+// so is the data gradient (off = pad, step = -dil, out = dx, in = the dy planes).
+struct Correlation {
+  int64_t out[3], in[3], k[3], off[3], step[3];
+};
+
+// Row by row: each output row (NV vectors) is summed in registers over the m input planes and
+// every tap, then stored once, so there is no read-modify-write of the output per tap (whose
+// shifted stores would also defeat store-to-load forwarding on the next tap's loads).
 template <int NV>
-void plane_data_rows(const ConvGeometry& g, float* dx, const float* dy, int64_t dy_stride,
-                     const float* w, int64_t m, const __mmask16 (*masks)[4], const int64_t* offw) {
-  const int64_t H = g.in[1], W = g.in[2], oD = g.out[0], oH = g.out[1], oW = g.out[2];
-  const int64_t kD = g.k[0], kH = g.k[1], kW = g.k[2], K = g.k_size();
-  for (int64_t id = 0; id < g.in[0]; ++id)
-    for (int64_t ih = 0; ih < H; ++ih) {
+void correlate_rows(const Correlation& c, float* out, const float* in, int64_t in_stride,
+                    const float* w, int64_t m, const __mmask16 (*masks)[4], const int64_t* offw) {
+  const int64_t K = c.k[0] * c.k[1] * c.k[2];
+  for (int64_t od = 0; od < c.out[0]; ++od)
+    for (int64_t oh = 0; oh < c.out[1]; ++oh) {
       __m512 acc[NV];
       for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
       for (int64_t j = 0; j < m; ++j) {
-        const float* dyj = dy + j * dy_stride;
+        const float* inj = in + j * in_stride;
         const float* wj = w + j * K;
-        for (int64_t kd = 0; kd < kD; ++kd) {
-          const int64_t od = id + g.pad_before[0] - kd * g.dil[0];
-          if (od < 0 || od >= oD) continue;
-          for (int64_t kh = 0; kh < kH; ++kh) {
-            const int64_t oh = ih + g.pad_before[1] - kh * g.dil[1];
-            if (oh < 0 || oh >= oH) continue;
-            const float* row = dyj + (od * oH + oh) * oW;
-            const float* wq = wj + (kd * kH + kh) * kW;
-            for (int64_t kw = 0; kw < kW; ++kw) {
+        for (int64_t kd = 0; kd < c.k[0]; ++kd) {
+          const int64_t id = od + c.off[0] + kd * c.step[0];
+          if (id < 0 || id >= c.in[0]) continue;
+          for (int64_t kh = 0; kh < c.k[1]; ++kh) {
+            const int64_t ih = oh + c.off[1] + kh * c.step[1];
+            if (ih < 0 || ih >= c.in[1]) continue;
+            const float* row = inj + (id * c.in[1] + ih) * c.in[2];
+            const float* wq = wj + (kd * c.k[1] + kh) * c.k[2];
+            for (int64_t kw = 0; kw < c.k[2]; ++kw) {
               const __m512 a = _mm512_set1_ps(wq[kw]);
               const float* src = row + offw[kw];
               for (int v = 0; v < NV; ++v)
@@ -76,10 +80,52 @@ void plane_data_rows(const ConvGeometry& g, float* dx, const float* dy, int64_t 
           }
         }
       }
-      float* out = dx + (id * H + ih) * W;
+      float* dst = out + (od * c.out[1] + oh) * c.out[2];
       for (int v = 0; v < NV; ++v)
-        _mm512_mask_storeu_ps(out + 16 * v, tail_mask(W - 16 * v), acc[v]);
+        _mm512_mask_storeu_ps(dst + 16 * v, tail_mask(c.out[2] - 16 * v), acc[v]);
     }
+}
+
+// Runs correlate_rows for output rows of up to 64 and kernels up to 32 wide; false otherwise.
+bool correlate_plane(const Correlation& c, float* out, const float* in, int64_t in_stride,
+                     const float* w, int64_t m) {
+  constexpr int64_t kMaxKw = 32;
+  const int64_t W = c.out[2];
+  if (W > 64 || c.k[2] > kMaxKw) return false;
+  // Lanes of vector v valid for tap column kw: output column 16v + l < W reads input column
+  // 16v + l + offw[kw], which must lie in [0, in[2]).
+  __mmask16 masks[kMaxKw][4];
+  int64_t offw[kMaxKw];
+  for (int64_t kw = 0; kw < c.k[2]; ++kw) {
+    offw[kw] = c.off[2] + kw * c.step[2];
+    for (int64_t v = 0; v < 4; ++v) {
+      unsigned bits = 0;
+      for (int64_t l = 0; l < 16; ++l) {
+        const int64_t col = 16 * v + l, src = col + offw[kw];
+        if (col < W && src >= 0 && src < c.in[2]) bits |= 1u << l;
+      }
+      masks[kw][v] = static_cast<__mmask16>(bits);
+    }
+  }
+  switch ((W + 15) / 16) {
+    case 1:
+      correlate_rows<1>(c, out, in, in_stride, w, m, masks, offw);
+      break;
+    case 2:
+      correlate_rows<2>(c, out, in, in_stride, w, m, masks, offw);
+      break;
+    case 3:
+      correlate_rows<3>(c, out, in, in_stride, w, m, masks, offw);
+      break;
+    default:
+      correlate_rows<4>(c, out, in, in_stride, w, m, masks, offw);
+      break;
+  }
+  return true;
+}
+
+bool unit_stride_3d(const ConvGeometry& g) {
+  return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
 }
 
 // The weight-gradient sums of one (dy plane, x plane) pair for the KW taps of one (kd, kh) row
@@ -167,40 +213,23 @@ bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const floa
 
 bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
                                    int64_t dy_stride, const float* w, int64_t m) {
-  constexpr int64_t kMaxKw = 32;
-  const int64_t W = g.in[2], oW = g.out[2];
-  if (g.stride[0] != 1 || g.stride[1] != 1 || g.stride[2] != 1 || W > 64 || g.k[2] > kMaxKw)
-    return false;
-  // Lanes of vector v valid for tap column kw: dx column 16v + l < W reads dy column
-  // 16v + l + offw[kw], which must lie in [0, oW).
-  __mmask16 masks[kMaxKw][4];
-  int64_t offw[kMaxKw];
-  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-    offw[kw] = g.pad_before[2] - kw * g.dil[2];
-    for (int64_t v = 0; v < 4; ++v) {
-      unsigned bits = 0;
-      for (int64_t l = 0; l < 16; ++l) {
-        const int64_t c = 16 * v + l, src = c + offw[kw];
-        if (c < W && src >= 0 && src < oW) bits |= 1u << l;
-      }
-      masks[kw][v] = static_cast<__mmask16>(bits);
-    }
+  if (!unit_stride_3d(g)) return false;
+  Correlation c;
+  for (int d = 0; d < 3; ++d) {
+    c.out[d] = g.in[d], c.in[d] = g.out[d], c.k[d] = g.k[d];
+    c.off[d] = g.pad_before[d], c.step[d] = -g.dil[d];
   }
-  switch ((W + 15) / 16) {
-    case 1:
-      plane_data_rows<1>(g, dx, dy, dy_stride, w, m, masks, offw);
-      break;
-    case 2:
-      plane_data_rows<2>(g, dx, dy, dy_stride, w, m, masks, offw);
-      break;
-    case 3:
-      plane_data_rows<3>(g, dx, dy, dy_stride, w, m, masks, offw);
-      break;
-    default:
-      plane_data_rows<4>(g, dx, dy, dy_stride, w, m, masks, offw);
-      break;
+  return correlate_plane(c, dx, dy, dy_stride, w, m);
+}
+
+bool dw_plane_forward_avx512(const ConvGeometry& g, float* y, const float* x, const float* w) {
+  if (!unit_stride_3d(g)) return false;
+  Correlation c;
+  for (int d = 0; d < 3; ++d) {
+    c.out[d] = g.out[d], c.in[d] = g.in[d], c.k[d] = g.k[d];
+    c.off[d] = -g.pad_before[d], c.step[d] = g.dil[d];
   }
-  return true;
+  return correlate_plane(c, y, x, 0, w, 1);
 }
 
 void dw_tap_gather_avx512(float* y, const float* x, float a, const DepthwiseTap& t) {
