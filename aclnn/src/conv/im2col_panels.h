@@ -63,4 +63,22 @@ class GridPanels final : public gemm::BPanels {
   int64_t col0_;
 };
 
+// The transposed column matrix on the padded grid, for the weight gradient: B(k, r) = row r of
+// GridPanels' matrix at grid column col0 + k. Each group of 16 rows is loaded straight from the
+// padded input (16 contiguous runs) and turned into panel rows with 16 x 16 transposes.
+class GridPanelsT final : public gemm::BPanels {
+ public:
+  // xp: the padded copy of the first input channel of the block.
+  GridPanelsT(const ConvGeometry& g, const PaddedGrid& pg, const float* xp, int64_t col0)
+      : g_(g), pg_(pg), xp_(xp), col0_(col0) {}
+
+  void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override;
+
+ private:
+  const ConvGeometry& g_;
+  const PaddedGrid& pg_;
+  const float* xp_;
+  int64_t col0_;
+};
+
 }  // namespace aclnn_cpu::conv

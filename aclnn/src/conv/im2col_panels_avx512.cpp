@@ -154,6 +154,37 @@ void GridPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) 
   }
 }
 
+void GridPanelsT::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
+  const int64_t K = g_.k_size(), kH = g_.k[1], kW = g_.k[2];
+  const int64_t step_d = g_.dil[0] * pg_.Hp * pg_.Wp, step_h = g_.dil[1] * pg_.Wp;
+  const float* base = xp_ + col0_ + k0;
+  for (int64_t p = 0; p * kNR < n; ++p) {
+    float* panel = Bp + p * kc * kNR;
+    for (int64_t c16 = 0; c16 < kNR; c16 += 16) {
+      const float* src[16];  // the 16 rows' runs (null past n: zero columns)
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t r = j0 + p * kNR + c16 + i;
+        if (r >= j0 + n) {
+          src[i] = nullptr;
+          continue;
+        }
+        const int64_t c = r / K, tap = r % K;
+        const int64_t kd = tap / (kH * kW), kh = (tap / kW) % kH, kw = tap % kW;
+        src[i] = base + c * pg_.plane + kd * step_d + kh * step_h + kw * g_.dil[2];
+      }
+      for (int64_t k = 0; k < kc; k += 16) {
+        const int64_t kk = kc - k < 16 ? kc - k : 16;
+        const __mmask16 m = gemm::first_lanes(kk);
+        __m512 v[16];
+        for (int i = 0; i < 16; ++i)
+          v[i] = src[i] ? _mm512_maskz_loadu_ps(m, src[i] + k) : _mm512_setzero_ps();
+        gemm::transpose16(v);
+        for (int64_t i = 0; i < kk; ++i) _mm512_store_ps(panel + (k + i) * kNR + c16, v[i]);
+      }
+    }
+  }
+}
+
 int64_t Im2colPanelsT::tile_elems() {
   return 16 * kTileK + kGatherSlack;  // the last row's gather may spill
 }

@@ -243,6 +243,14 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
     p.bw_implicit = p.implicit && g.stride[2] == 1;
     if (p.bw_implicit) {
       p.pack_elems += Im2colPanelsT::tile_elems();
+      // On the padded grid when it applies: dy is placed on the grid a chunk of rows at a time
+      // (the reduction depth of one GEMM, about kGridBlockBytes of it).
+      p.bw_grid_rows = grid_rows_per_task(g, g.cout_g(), 1);
+      if (p.bw_grid_rows > 0) {
+        const PaddedGrid pg = padded_grid(g);
+        p.grid_elems = std::max(p.grid_elems, grid_elems(pg, g.N * g.C_in));
+        col = std::max(col, g.cout_g() * p.bw_grid_rows * pg.Wp);
+      }
     } else {
       p.bw_cols = chunk_columns(p.bw_cblock * K, S_out, elem_bytes, 1);
       if (!p.pointwise) col = std::max(col, p.bw_cblock * K * p.bw_cols);
@@ -385,6 +393,13 @@ void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, con
   const int64_t S_in = g.in_size(), S_out = g.out_size();
   const int64_t blocks = ceil_div(std::max<int64_t>(Cig, 1), p.bw_cblock);
   const int64_t R = p.bw_ranges;
+  PaddedGrid grid;
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.bw_grid_rows > 0) {
+      grid = padded_grid(g);
+      pad_into_grid(g, grid, x, g.N * g.C_in, s.grid);
+    }
+  }
   for_tasks(R * g.groups * blocks, [&](int64_t t) {
     const int64_t b = t % blocks, rg = t / blocks, grp = rg % g.groups, r = rg / g.groups;
     const int64_t c0 = b * p.bw_cblock,
@@ -395,6 +410,21 @@ void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, con
     if (nc == 0) return;
     T* pk = pack_slot(p, s);
     if constexpr (std::is_same_v<T, float>) {
+      if (p.bw_grid_rows > 0) {  // dw block += dy_grid * grid_col(x)^T, chunk by chunk
+        float* dy_grid = s.col + current_slot(p.slots) * p.col_elems;
+        for (int64_t n = n0; n < n1; ++n) {
+          const float* xp = s.grid + (n * g.C_in + grp * Cig + c0) * grid.plane;
+          for (int64_t r0 = 0; r0 < grid.rows; r0 += p.bw_grid_rows) {
+            const int64_t r1 = std::min(grid.rows, r0 + p.bw_grid_rows), cols = (r1 - r0) * grid.Wp;
+            output_to_grid(g, grid, dy + (n * g.C_out + grp * Cog) * S_out, Cog, r0, r1, dy_grid);
+            const gemm::Mat a{dy_grid, cols, 1};
+            const GridPanelsT panels(g, grid, xp, r0 * grid.Wp);
+            gemm::sgemm_avx512_packed(Cog, nc * K, cols, nullptr, &a, nullptr, &panels, true, dst,
+                                      rows, pk);
+          }
+        }
+        return;
+      }
       if (p.bw_implicit) {  // dw block += dy[n, g] * col(x[n, g, c-block])^T, K = all positions
         float* tile = pk + gemm::pack_elems();
         for (int64_t n = n0; n < n1; ++n) {

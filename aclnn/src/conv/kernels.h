@@ -49,7 +49,9 @@ struct KernelPlan {
   bool bw_implicit = false;   // fp32 AVX-512 weight gradient with transposed implicit panels
   int64_t fwd_grid_rows = 0;  // implicit unit-stride forward on the padded grid (padded_grid.h):
   int64_t bd_grid_rows = 0;   //   grid rows per task (0: not used), forward / flipped data grad
-  int64_t grid_elems = 0;     //   floats of the padded input copy
+  int64_t bw_grid_rows = 0;   //   weight gradient: grid rows per GEMM (its reduction chunk)
+  int64_t grid_elems = 0;     //   floats of the padded input copy (one buffer: the primitives
+                              //   of one call run one after the other)
 };
 
 // Which primitives a plan must serve.

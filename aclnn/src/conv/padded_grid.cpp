@@ -73,4 +73,22 @@ void grid_to_output(const ConvGeometry& g, const PaddedGrid& pg, const float* gr
   }
 }
 
+void output_to_grid(const ConvGeometry& g, const PaddedGrid& pg, const float* y, int64_t channels,
+                    int64_t r0, int64_t r1, float* grid) {
+  const int64_t oH = g.out[1], oW = g.out[2], S_out = g.out_size(), ld = (r1 - r0) * pg.Wp;
+  for (int64_t o = 0; o < channels; ++o) {
+    const float* yo = y + o * S_out;
+    float* dst = grid + o * ld;
+    for (int64_t r = r0; r < r1; ++r, dst += pg.Wp) {
+      const int64_t od = r / pg.Hp, oh = r % pg.Hp;
+      if (oh >= oH) {
+        std::fill(dst, dst + pg.Wp, 0.0f);
+        continue;
+      }
+      std::memcpy(dst, yo + (od * oH + oh) * oW, static_cast<size_t>(oW) * sizeof(float));
+      std::fill(dst + oW, dst + pg.Wp, 0.0f);
+    }
+  }
+}
+
 }  // namespace aclnn_cpu::conv

@@ -46,4 +46,9 @@ void pad_into_grid(const ConvGeometry& g, const PaddedGrid& pg, const float* x, 
 void grid_to_output(const ConvGeometry& g, const PaddedGrid& pg, const float* grid,
                     int64_t channels, int64_t r0, int64_t r1, float* y);
 
+// The inverse placement, for the weight gradient's dy: grid[o, (r1 - r0) * Wp] = the output
+// columns of y's grid rows r0 .. r1), zero in the grid's extra columns, for o < channels.
+void output_to_grid(const ConvGeometry& g, const PaddedGrid& pg, const float* y, int64_t channels,
+                    int64_t r0, int64_t r1, float* grid);
+
 }  // namespace aclnn_cpu::conv
