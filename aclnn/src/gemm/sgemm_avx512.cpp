@@ -134,42 +134,40 @@ void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* 
   }
 }
 
-// C[0..8, 0..48) (+)= Ap (8 x kc) * Bp (kc x 48); `rows` x `cols` of it are stored.
+// C[0..8, 0..16*NV) (+)= Ap (8 x kc) * Bp (kc x 48, its first 16*NV columns); `rows` x `cols`
+// of it are stored. NV = 3 is the full tile; a last panel with at most 32 or 16 valid columns
+// runs with NV = 2 or 1, so e.g. N = 196 (a 14 x 14 output) spends 208 columns of work, not 240.
+template <int NV>
 void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
                   int64_t ldc, int64_t rows, int64_t cols) {
-  __m512 c[kMR][3];
+  __m512 c[kMR][NV];
 #pragma GCC unroll 8
-  for (int i = 0; i < kMR; ++i) c[i][0] = c[i][1] = c[i][2] = _mm512_setzero_ps();
+  for (int i = 0; i < kMR; ++i)
+    for (int j = 0; j < NV; ++j) c[i][j] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_load_ps(Bp), b1 = _mm512_load_ps(Bp + 16),
-                 b2 = _mm512_load_ps(Bp + 32);
+    __m512 b[NV];
+    for (int j = 0; j < NV; ++j) b[j] = _mm512_load_ps(Bp + 16 * j);
 #pragma GCC unroll 8
     for (int i = 0; i < kMR; ++i) {
       const __m512 a = _mm512_set1_ps(Ap[i]);
-      c[i][0] = _mm512_fmadd_ps(a, b0, c[i][0]);
-      c[i][1] = _mm512_fmadd_ps(a, b1, c[i][1]);
-      c[i][2] = _mm512_fmadd_ps(a, b2, c[i][2]);
+      for (int j = 0; j < NV; ++j) c[i][j] = _mm512_fmadd_ps(a, b[j], c[i][j]);
     }
     Ap += kMR;
     Bp += kNR;
   }
-  if (rows == kMR && cols == kNR) {
+  if (rows == kMR && cols == 16 * NV) {
 #pragma GCC unroll 8
     for (int i = 0; i < kMR; ++i) {
       float* d = C + i * ldc;
-      if (accumulate) {
-        c[i][0] = _mm512_add_ps(c[i][0], _mm512_loadu_ps(d));
-        c[i][1] = _mm512_add_ps(c[i][1], _mm512_loadu_ps(d + 16));
-        c[i][2] = _mm512_add_ps(c[i][2], _mm512_loadu_ps(d + 32));
+      for (int j = 0; j < NV; ++j) {
+        if (accumulate) c[i][j] = _mm512_add_ps(c[i][j], _mm512_loadu_ps(d + 16 * j));
+        _mm512_storeu_ps(d + 16 * j, c[i][j]);
       }
-      _mm512_storeu_ps(d, c[i][0]);
-      _mm512_storeu_ps(d + 16, c[i][1]);
-      _mm512_storeu_ps(d + 32, c[i][2]);
     }
     return;
   }
   // Edge tile: masked stores of the valid part.
-  for (int64_t j = 0; j < 3; ++j) {
+  for (int64_t j = 0; j < NV; ++j) {
     const int64_t left = cols - 16 * j;
     if (left <= 0) break;
     const __mmask16 m = first_lanes(left);
@@ -180,6 +178,14 @@ void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate,
       _mm512_mask_storeu_ps(d, m, v);
     }
   }
+}
+
+// The micro-kernel for a tile with `cols` (1 .. 48) valid columns.
+inline void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
+                       int64_t ldc, int64_t rows, int64_t cols) {
+  if (cols > 32) return micro_kernel<3>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
+  if (cols > 16) return micro_kernel<2>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
+  micro_kernel<1>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
 }
 
 // The blocked loop nest; A comes packed (`packed_a`, pack_a_once layout) or as a view to pack per
@@ -211,8 +217,8 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, const Mat* A, const float* pa
         for (int64_t ir = 0; ir < mc; ir += kMR) {
           const float* a = a_block + ir * kc;
           for (int64_t jr = 0; jr < nc; jr += kNR) {
-            micro_kernel(kc, a, Bp + jr * kc, acc, C + (ic + ir) * ldc + jc + jr, ldc,
-                         min64(kMR, mc - ir), min64(kNR, nc - jr));
+            micro_tile(kc, a, Bp + jr * kc, acc, C + (ic + ir) * ldc + jc + jr, ldc,
+                       min64(kMR, mc - ir), min64(kNR, nc - jr));
           }
         }
       }
