@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from torch_threads import set_openblas_threads
+
 # name, tbc, transposed, x, w, stride, pad, dil, out_pad, groups  (keep in sync with cases.cpp)
 CASES = [
     ("c2d_resnet3x3", False, False, [32, 64, 56, 56], [64, 64, 3, 3], [1, 1], [1, 1], [1, 1], [0, 0], 1),
@@ -68,6 +70,7 @@ def flops(c):
 def torch_runner(c, threads):
     import torch
     torch.set_num_threads(threads)
+    set_openblas_threads(threads)  # conv_tbc and transposed convs run OpenBLAS GEMMs
     name, tbc, tr, x, w, s, p, d, op, g = c
     gen = torch.Generator().manual_seed(0)
     rnd = lambda shape: torch.rand(shape, generator=gen) * 2 - 1
@@ -111,8 +114,8 @@ def main():
     a = ap.parse_args()
     os.environ.pop("OPENBLAS_CORETYPE", None)
     import torch
-    print(f"# torch {torch.__version__}, threads {a.threads}, rounds {a.rounds}, "
-          f"load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    print(f"# torch {torch.__version__}, threads {a.threads} (oneDNN and OpenBLAS), "
+          f"rounds {a.rounds}, load average {os.getloadavg()[0]:.2f} at start", flush=True)
     print(f"{'case':15s} {'ours GF/s':>10s} {'torch GF/s':>11s} {'ratio':>6s} {'ws MB':>7s}")
     rows = []
     for c in CASES:

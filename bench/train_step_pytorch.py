@@ -26,19 +26,7 @@ import subprocess
 import sys
 import time
 
-
-def set_openblas_threads(threads):
-    """Debian's PyTorch does its matmuls in OpenBLAS (BLAS_INFO=generic), whose own thread pool
-    torch.set_num_threads does not size: set it through the loaded library, so that a 1-thread
-    run is one thread (our side's OpenBLAS runs single-threaded under oneTBB). Returns the
-    library's path, or None when no OpenBLAS is loaded."""
-    import ctypes
-    with open("/proc/self/maps") as fh:
-        libs = sorted({line.split()[-1] for line in fh if "libopenblas" in line})
-    if not libs:
-        return None
-    ctypes.CDLL(libs[0]).openblas_set_num_threads(threads)
-    return libs[0]
+from torch_threads import set_openblas_threads
 
 
 def torch_step(batch, threads):
