@@ -35,6 +35,7 @@ struct KernelPlan {
   int64_t fwd_cols = 1;       // forward: columns (output positions) per task
   int64_t bd_cblock = 1;      // backward data: input channels per task
   int64_t bd_cols = 1;        //   columns per GEMM + col2im step within a task
+  bool bd_packed_w = false;   //   w^T packed once per call (fp32 AVX-512, one channel block)
   bool bd_flip = false;       // backward data as a forward conv with flipped weights (fp32,
   int64_t bd_fwd_cols = 1;    //   unit stride): columns per task, and
   int64_t wflip_elems = 0;    //   elements of the flipped weight w' [C_in, Cog, K]
