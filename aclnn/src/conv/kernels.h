@@ -64,6 +64,10 @@ struct KernelUse {
 
 KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, KernelUse use);
 
+// With unit stride, the data gradient of g is the forward conv of dy by the flipped geometry
+// (tap-reversed weights [C_in, Cog, K], padding dil*(k-1) - pad), see kernel_plan.cpp.
+ConvGeometry flipped_for_data(const ConvGeometry& g);
+
 // Largest value a GEMM dimension or leading dimension may take (OpenBLAS blasint is 32-bit).
 inline constexpr int64_t kMaxGemmDim = 2147483647;
 
