@@ -40,7 +40,6 @@ struct Plan {
   uint64_t out_y = kNotInWorkspace, out_x = kNotInWorkspace, out_w = kNotInWorkspace;
   uint64_t out_bias = kNotInWorkspace, col = kNotInWorkspace, partials = kNotInWorkspace;
   uint64_t pack = kNotInWorkspace, wflip = kNotInWorkspace, wpack = kNotInWorkspace;
-  uint64_t grid = kNotInWorkspace;
   bool tbc = false;  // time-major 1-d fp32: per-tap GEMMs on the caller's buffers (tbc_gemm.h)
   uint64_t bytes = 0;
 };
@@ -108,8 +107,6 @@ void plan_workspace(Plan& p) {
     p.wpack = layout.add(static_cast<unsigned __int128>(k.wpack_elems) * sizeof(T));
   if ((fwd || bwd_data || bwd_weight) && k.pack_elems > 0)
     p.pack = layout.add(static_cast<unsigned __int128>(k.pack_elems) * k.slots * sizeof(T));
-  if (k.grid_elems > 0)
-    p.grid = layout.add(static_cast<unsigned __int128>(k.grid_elems) * sizeof(T));
   // + kAlign of slack so a workspace that is not 64-byte aligned can be aligned in place.
   p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
 }
@@ -157,7 +154,6 @@ void execute(const Plan& p, char* ws) {
     if (p.pack != kNotInWorkspace) scratch.pack = reinterpret_cast<T*>(ws + p.pack);
     if (p.wflip != kNotInWorkspace) scratch.wflip = reinterpret_cast<T*>(ws + p.wflip);
     if (p.wpack != kNotInWorkspace) scratch.wpack = reinterpret_cast<T*>(ws + p.wpack);
-    if (p.grid != kNotInWorkspace) scratch.grid = reinterpret_cast<T*>(ws + p.grid);
 
     // Outputs: computed into their own memory or the workspace, then unpacked if needed.
     auto finish = [&](const std::optional<View5>& v, uint64_t off, T* buf) {

@@ -74,6 +74,13 @@ int64_t grid_rows_per_task(const ConvGeometry& f, int64_t m, int64_t want) {
                              pg.rows);
 }
 
+// Per-slot scratch of a task on the padded grid: its m x rows x Wp result (or dy) block and the
+// band of `channels` padded input channels it reads.
+int64_t grid_scratch(const ConvGeometry& f, int64_t m, int64_t channels, int64_t rows) {
+  const PaddedGrid pg = padded_grid(f);
+  return (m * rows + channels * band_rows(f, pg, rows)) * pg.Wp;
+}
+
 }  // namespace
 
 ConvGeometry flipped_for_data(const ConvGeometry& g) {
@@ -122,11 +129,8 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
       p.fwd_cols = task_columns(S_out);
       p.wpack_elems = g.groups * gemm::packed_a_elems(g.cout_g(), Cig * K);
       p.fwd_grid_rows = grid_rows_per_task(g, g.cout_g(), want);
-      if (p.fwd_grid_rows > 0) {
-        const PaddedGrid pg = padded_grid(g);
-        p.grid_elems = std::max(p.grid_elems, grid_elems(pg, g.N * g.C_in));
-        col = std::max(col, g.cout_g() * p.fwd_grid_rows * pg.Wp);
-      }
+      if (p.fwd_grid_rows > 0)
+        col = std::max(col, grid_scratch(g, g.cout_g(), Cig, p.fwd_grid_rows));
     } else {
       p.fwd_cols = chunk_columns(p.pointwise ? 0 : Cig * K, S_out, elem_bytes, want);
       if (!p.pointwise) col = std::max(col, Cig * K * p.fwd_cols);
@@ -151,11 +155,8 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
         p.wpack_elems =
             std::max(p.wpack_elems, g.groups * gemm::packed_a_elems(Cig, g.cout_g() * K));
         p.bd_grid_rows = flip_grid_rows;
-        if (p.bd_grid_rows > 0) {
-          const PaddedGrid pg = padded_grid(f);
-          p.grid_elems = std::max(p.grid_elems, grid_elems(pg, f.N * f.C_in));
-          col = std::max(col, Cig * p.bd_grid_rows * pg.Wp);
-        }
+        if (p.bd_grid_rows > 0)
+          col = std::max(col, grid_scratch(f, Cig, g.cout_g(), p.bd_grid_rows));
       } else {
         p.bd_fwd_cols = chunk_columns(g.cout_g() * K, g.in_size(), elem_bytes, want);
         col = std::max(col, g.cout_g() * K * p.bd_fwd_cols);
@@ -186,11 +187,8 @@ KernelPlan plan_kernels(const ConvGeometry& g, int slots, size_t elem_bytes, Ker
       // On the padded grid when it applies: dy is placed on the grid a chunk of rows at a time
       // (the reduction depth of one GEMM, about kGridBlockBytes of it).
       p.bw_grid_rows = grid_rows_per_task(g, g.cout_g(), 1);
-      if (p.bw_grid_rows > 0) {
-        const PaddedGrid pg = padded_grid(g);
-        p.grid_elems = std::max(p.grid_elems, grid_elems(pg, g.N * g.C_in));
-        col = std::max(col, g.cout_g() * p.bw_grid_rows * pg.Wp);
-      }
+      if (p.bw_grid_rows > 0)
+        col = std::max(col, grid_scratch(g, g.cout_g(), p.bw_cblock, p.bw_grid_rows));
     } else {
       p.bw_cols = chunk_columns(p.bw_cblock * K, S_out, elem_bytes, 1);
       if (!p.pointwise) col = std::max(col, p.bw_cblock * K * p.bw_cols);

@@ -97,16 +97,19 @@ void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w,
         gemm::pack_a_once(Cog, rows, gemm::Mat{w + grp * Cog * rows, rows, 1},
                           s.wpack + grp * wpack_g);
       });
-      if (p.fwd_grid_rows > 0) {  // padded grid: pad x once, GEMM per (sample, group, rows)
+      if (p.fwd_grid_rows > 0) {  // padded grid: per task a band of x, GEMM, copy to y
         const PaddedGrid pg = padded_grid(g);
-        pad_into_grid(g, pg, x, g.N * g.C_in, s.grid);
         const int64_t blocks = ceil_div(pg.rows, p.fwd_grid_rows);
         for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
           const int64_t b = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
           const int64_t r0 = b * p.fwd_grid_rows, r1 = std::min(pg.rows, r0 + p.fwd_grid_rows);
-          const int64_t cols = (r1 - r0) * pg.Wp;
+          const int64_t cols = (r1 - r0) * pg.Wp, count = band_rows(g, pg, r1 - r0);
           float* block = s.col + current_slot(p.slots) * p.col_elems;
-          const GridPanels panels(g, pg, s.grid + (n * g.C_in + grp * Cig) * pg.plane, r0 * pg.Wp);
+          float* band = block + Cog * p.fwd_grid_rows * pg.Wp;  // then the band of x
+          pad_band(g, pg, x + (n * g.C_in + grp * Cig) * S_in, Cig, r0, count, band);
+          PaddedGrid bp = pg;
+          bp.plane = count * pg.Wp;
+          const GridPanels panels(g, bp, band, 0);
           gemm::sgemm_avx512_packed(Cog, cols, rows, s.wpack + grp * wpack_g, nullptr, nullptr,
                                     &panels, false, block, cols, pack_slot(p, s));
           grid_to_output(g, pg, block, Cog, r0, r1, y + (n * g.C_out + grp * Cog) * S_out);
@@ -222,13 +225,7 @@ void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, con
   const int64_t S_in = g.in_size(), S_out = g.out_size();
   const int64_t blocks = ceil_div(std::max<int64_t>(Cig, 1), p.bw_cblock);
   const int64_t R = p.bw_ranges;
-  PaddedGrid grid;
-  if constexpr (std::is_same_v<T, float>) {
-    if (p.bw_grid_rows > 0) {
-      grid = padded_grid(g);
-      pad_into_grid(g, grid, x, g.N * g.C_in, s.grid);
-    }
-  }
+  const PaddedGrid grid = p.bw_grid_rows > 0 ? padded_grid(g) : PaddedGrid{};
   for_tasks(R * g.groups * blocks, [&](int64_t t) {
     const int64_t b = t % blocks, rg = t / blocks, grp = rg % g.groups, r = rg / g.groups;
     const int64_t c0 = b * p.bw_cblock,
@@ -241,13 +238,17 @@ void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, con
     if constexpr (std::is_same_v<T, float>) {
       if (p.bw_grid_rows > 0) {  // dw block += dy_grid * grid_col(x)^T, chunk by chunk
         float* dy_grid = s.col + current_slot(p.slots) * p.col_elems;
+        float* band = dy_grid + Cog * p.bw_grid_rows * grid.Wp;  // then cb x band x Wp
         for (int64_t n = n0; n < n1; ++n) {
-          const float* xp = s.grid + (n * g.C_in + grp * Cig + c0) * grid.plane;
           for (int64_t r0 = 0; r0 < grid.rows; r0 += p.bw_grid_rows) {
             const int64_t r1 = std::min(grid.rows, r0 + p.bw_grid_rows), cols = (r1 - r0) * grid.Wp;
+            const int64_t count = band_rows(g, grid, r1 - r0);
             output_to_grid(g, grid, dy + (n * g.C_out + grp * Cog) * S_out, Cog, r0, r1, dy_grid);
+            pad_band(g, grid, x + (n * g.C_in + grp * Cig + c0) * S_in, nc, r0, count, band);
+            PaddedGrid bp = grid;
+            bp.plane = count * grid.Wp;
             const gemm::Mat a{dy_grid, cols, 1};
-            const GridPanelsT panels(g, grid, xp, r0 * grid.Wp);
+            const GridPanelsT panels(g, bp, band, 0);
             gemm::sgemm_avx512_packed(Cog, nc * K, cols, nullptr, &a, nullptr, &panels, true, dst,
                                       rows, pk);
           }

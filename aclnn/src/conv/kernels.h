@@ -51,8 +51,6 @@ struct KernelPlan {
   int64_t fwd_grid_rows = 0;  // implicit unit-stride forward on the padded grid (padded_grid.h):
   int64_t bd_grid_rows = 0;   //   grid rows per task (0: not used), forward / flipped data grad
   int64_t bw_grid_rows = 0;   //   weight gradient: grid rows per GEMM (its reduction chunk)
-  int64_t grid_elems = 0;     //   floats of the padded input copy (one buffer: the primitives
-                              //   of one call run one after the other)
 };
 
 // Which primitives a plan must serve.
@@ -81,7 +79,6 @@ struct Scratch {
   T* pack = nullptr;
   T* wflip = nullptr;  // KernelPlan::wflip_elems
   T* wpack = nullptr;  // KernelPlan::wpack_elems
-  T* grid = nullptr;   // KernelPlan::grid_elems
 };
 
 template <typename T>

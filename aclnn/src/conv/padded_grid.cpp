@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <tbb/parallel_for.h>
-
 namespace aclnn_cpu::conv {
 
 PaddedGrid padded_grid(const ConvGeometry& g) {
@@ -15,9 +13,6 @@ PaddedGrid padded_grid(const ConvGeometry& g) {
   pg.Wp = g.out[2] + g.dil[2] * (g.k[2] - 1);
   pg.plane = pg.Dp * pg.Hp * pg.Wp;
   pg.rows = g.out_size() > 0 ? (g.out[0] - 1) * pg.Hp + g.out[1] : 0;
-  // The last grid column of the last row reads (k[2] - 1) * dil[2] past its plane (a dropped
-  // column); one vector more keeps every load of the GEMM's panels inside the buffer.
-  pg.slack = g.dil[2] * (g.k[2] - 1) + 16;
   return pg;
 }
 
@@ -26,36 +21,35 @@ double grid_waste(const ConvGeometry& g, const PaddedGrid& pg) {
   return cols > 0 ? 1.0 - static_cast<double>(g.out_size()) / cols : 1.0;
 }
 
-int64_t grid_elems(const PaddedGrid& pg, int64_t planes) {
-  return planes * pg.plane + pg.slack;
+int64_t band_rows(const ConvGeometry& g, const PaddedGrid& pg, int64_t out_rows) {
+  // Output grid row r reads grid rows r + kd*dil0*Hp + kh*dil1 and, from its last columns (which
+  // are dropped), up to dil2*(k2-1) <= Wp floats into the row after that.
+  return out_rows + g.dil[0] * (g.k[0] - 1) * pg.Hp + g.dil[1] * (g.k[1] - 1) + 1;
 }
 
-void pad_into_grid(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
-                   float* xp) {
+void pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
+              int64_t r0, int64_t count, float* band) {
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2], S_in = g.in_size();
   // Grid column w holds input column w - pad_before[2]: the valid ones are [w0, w1).
   const int64_t w0 = clamp_i64(g.pad_before[2], 0, pg.Wp);
   const int64_t w1 = clamp_i64(g.pad_before[2] + W, w0, pg.Wp);
   const int64_t first = w0 - g.pad_before[2];  // input column at grid column w0
-  tbb::parallel_for(int64_t{0}, planes, [&](int64_t c) {
+  for (int64_t c = 0; c < planes; ++c) {
     const float* xc = x + c * S_in;
-    float* dst = xp + c * pg.plane;
-    for (int64_t d = 0; d < pg.Dp; ++d) {
-      const int64_t id = d - g.pad_before[0];
-      for (int64_t h = 0; h < pg.Hp; ++h, dst += pg.Wp) {
-        const int64_t ih = h - g.pad_before[1];
-        if (id < 0 || id >= D || ih < 0 || ih >= H || w1 <= w0) {
-          std::fill(dst, dst + pg.Wp, 0.0f);
-          continue;
-        }
-        std::fill(dst, dst + w0, 0.0f);
-        std::memcpy(dst + w0, xc + (id * H + ih) * W + first,
-                    static_cast<size_t>(w1 - w0) * sizeof(float));
-        std::fill(dst + w1, dst + pg.Wp, 0.0f);
+    float* dst = band + c * count * pg.Wp;
+    for (int64_t i = 0; i < count; ++i, dst += pg.Wp) {
+      const int64_t r = r0 + i;
+      const int64_t id = r / pg.Hp - g.pad_before[0], ih = r % pg.Hp - g.pad_before[1];
+      if (id < 0 || id >= D || ih < 0 || ih >= H || w1 <= w0) {  // padding, or past the grid
+        std::fill(dst, dst + pg.Wp, 0.0f);
+        continue;
       }
+      std::fill(dst, dst + w0, 0.0f);
+      std::memcpy(dst + w0, xc + (id * H + ih) * W + first,
+                  static_cast<size_t>(w1 - w0) * sizeof(float));
+      std::fill(dst + w1, dst + pg.Wp, 0.0f);
     }
-  });
-  std::fill(xp + planes * pg.plane, xp + planes * pg.plane + pg.slack, 0.0f);
+  }
 }
 
 void grid_to_output(const ConvGeometry& g, const PaddedGrid& pg, const float* grid,

@@ -1,6 +1,7 @@
-// The padded grid of a unit-stride convolution: the input copied once into zero-padded planes
-// [Dp, Hp, Wp] (Dp = in + pad_before + pad_after along each dim; negative padding crops), and the
-// output computed on the same row pitch. Output position (od, oh, ow) becomes the grid column
+// The padded grid of a unit-stride convolution: the input copied into zero-padded planes
+// [Dp, Hp, Wp] (a band of rows at a time, per task) (Dp = in + pad_before + pad_after along each
+// dim; negative padding crops), and the output computed on the same row pitch. Output position (od,
+// oh, ow) becomes the grid column
 //
 //   j = (od * Hp + oh) * Wp + ow,
 //
@@ -24,7 +25,6 @@ struct PaddedGrid {
   int64_t Dp = 0, Hp = 0, Wp = 0;
   int64_t plane = 0;  // Dp * Hp * Wp: floats per padded channel
   int64_t rows = 0;   // grid rows (od * Hp + oh) spanning every output row: (oD - 1) * Hp + oH
-  int64_t slack = 0;  // floats after the last plane that the last grid columns may read
 };
 
 // The grid of a convolution with every stride 1.
@@ -33,13 +33,16 @@ PaddedGrid padded_grid(const ConvGeometry& g);
 // Fraction of the grid's columns that are not output positions.
 double grid_waste(const ConvGeometry& g, const PaddedGrid& pg);
 
-// Floats of the padded copy of `planes` input channels (plus the trailing slack).
-int64_t grid_elems(const PaddedGrid& pg, int64_t planes);
+// Padded rows a band needs for `out_rows` output grid rows: the kernel's reach down the rows
+// (and planes), plus one row for the last grid columns' reads past their row (dropped columns).
+int64_t band_rows(const ConvGeometry& g, const PaddedGrid& pg, int64_t out_rows);
 
-// xp = the `planes` channels of x (each in_size() floats) padded into the grid, slack zeroed.
-// Parallel over planes (oneTBB).
-void pad_into_grid(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
-                   float* xp);
+// A band of the padded input: band[c][i][Wp] = padded grid row r0 + i of channel c (each in_size()
+// floats of x), i < count, for c < planes; rows past the grid are zero. The output grid rows
+// [r0, r1) read exactly the band of rows r0 .. r0 + band_rows(r1 - r0), at the same offsets as in
+// the whole grid (pass the grid with plane = count * Wp to the panels).
+void pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
+              int64_t r0, int64_t count, float* band);
 
 // y[o, output rows of grid rows r0 .. r1) = the output columns of grid[o, (r1 - r0) * Wp], for
 // o < channels; y's channel stride is out_size(), the grid's ld is (r1 - r0) * Wp.
