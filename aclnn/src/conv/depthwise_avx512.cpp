@@ -91,7 +91,7 @@ bool correlate_plane(const Correlation& c, float* out, const float* in, int64_t 
                      const float* w, int64_t m) {
   constexpr int64_t kMaxKw = 32;
   const int64_t W = c.out[2];
-  if (W > 64 || c.k[2] > kMaxKw) return false;
+  if (W <= 0 || W > 64 || c.k[2] < 1 || c.k[2] > kMaxKw) return false;
   // Lanes of vector v valid for tap column kw: output column 16v + l < W reads input column
   // 16v + l + offw[kw], which must lie in [0, in[2]).
   __mmask16 masks[kMaxKw][4];
@@ -164,7 +164,7 @@ bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const floa
                               double* total) {
   constexpr int64_t kMaxKw = 7;
   const int64_t W = g.in[2], oW = g.out[2], kW = g.k[2];
-  if (g.stride[2] != 1 || oW > 64 || kW > kMaxKw) return false;
+  if (g.stride[2] != 1 || oW > 64 || kW < 1 || kW > kMaxKw) return false;
   // Lanes of output vector v valid for tap column kw: output column 16v + l < oW reads input
   // column 16v + l + offx[kw], which must lie in [0, W).
   __mmask16 masks[kMaxKw][4], dy_masks[4];

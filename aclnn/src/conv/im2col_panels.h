@@ -46,21 +46,25 @@ class Im2colPanelsT final : public gemm::BPanels {
   float* tile_;
 };
 
+// What the grid panel sources read: the padded grid (or a band of it, with pg.plane its
+// channel stride) from the first input channel of the (sample, group) or block, and the grid
+// column where their columns start.
+struct GridSource {
+  const ConvGeometry& g;
+  const PaddedGrid& pg;
+  const float* xp;
+  int64_t col0;
+};
+
 // The forward-form column matrix on a padded grid (padded_grid.h): every row is a contiguous run
 // of the padded input, so a panel row is three vector copies. Columns are grid columns col0 + j.
 class GridPanels final : public gemm::BPanels {
  public:
-  // xp: the padded copy of the first input channel of the (sample, group).
-  GridPanels(const ConvGeometry& g, const PaddedGrid& pg, const float* xp, int64_t col0)
-      : g_(g), pg_(pg), xp_(xp), col0_(col0) {}
-
+  explicit GridPanels(const GridSource& src) : src_(src) {}
   void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override;
 
  private:
-  const ConvGeometry& g_;
-  const PaddedGrid& pg_;
-  const float* xp_;
-  int64_t col0_;
+  GridSource src_;
 };
 
 // The transposed column matrix on the padded grid, for the weight gradient: B(k, r) = row r of
@@ -68,17 +72,11 @@ class GridPanels final : public gemm::BPanels {
 // padded input (16 contiguous runs) and turned into panel rows with 16 x 16 transposes.
 class GridPanelsT final : public gemm::BPanels {
  public:
-  // xp: the padded copy of the first input channel of the block.
-  GridPanelsT(const ConvGeometry& g, const PaddedGrid& pg, const float* xp, int64_t col0)
-      : g_(g), pg_(pg), xp_(xp), col0_(col0) {}
-
+  explicit GridPanelsT(const GridSource& src) : src_(src) {}
   void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override;
 
  private:
-  const ConvGeometry& g_;
-  const PaddedGrid& pg_;
-  const float* xp_;
-  int64_t col0_;
+  GridSource src_;
 };
 
 }  // namespace aclnn_cpu::conv

@@ -125,16 +125,27 @@ void Im2colPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp
   }
 }
 
+namespace {
+
+// Offset in the grid (or band) of column-matrix row r = c * K + (kd * kH + kh) * kW + kw.
+inline int64_t grid_row_offset(const ConvGeometry& g, const PaddedGrid& pg, int64_t c, int64_t kd,
+                               int64_t kh, int64_t kw) {
+  return c * pg.plane + (kd * g.dil[0] * pg.Hp + kh * g.dil[1]) * pg.Wp + kw * g.dil[2];
+}
+
+}  // namespace
+
 void GridPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
   const int64_t panels = (n + kNR - 1) / kNR;
   const int64_t last = n - (panels - 1) * kNR;  // columns of the last panel (1 .. 48)
-  const int64_t K = g_.k_size(), kH = g_.k[1], kW = g_.k[2];
-  const int64_t step_d = g_.dil[0] * pg_.Hp * pg_.Wp, step_h = g_.dil[1] * pg_.Wp;
-  const float* base = xp_ + col0_ + j0;
+  const ConvGeometry& g = src_.g;
+  const PaddedGrid& pg = src_.pg;
+  const int64_t K = g.k_size(), kH = g.k[1], kW = g.k[2];
+  const float* base = src_.xp + src_.col0 + j0;
   int64_t c = k0 / K, tap = k0 % K;
   int64_t kd = tap / (kH * kW), kh = (tap / kW) % kH, kw = tap % kW;
   for (int64_t r = 0; r < kc; ++r) {
-    const float* src = base + c * pg_.plane + kd * step_d + kh * step_h + kw * g_.dil[2];
+    const float* src = base + grid_row_offset(g, pg, c, kd, kh, kw);
     float* dst = Bp + r * kNR;
     for (int64_t p = 0; p + 1 < panels; ++p, src += kNR, dst += kc * kNR) {
       _mm512_store_ps(dst, _mm512_loadu_ps(src));
@@ -148,16 +159,17 @@ void GridPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) 
       kw = 0;
       if (++kh == kH) {
         kh = 0;
-        if (++kd == g_.k[0]) kd = 0, ++c;
+        if (++kd == g.k[0]) kd = 0, ++c;
       }
     }
   }
 }
 
 void GridPanelsT::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
-  const int64_t K = g_.k_size(), kH = g_.k[1], kW = g_.k[2];
-  const int64_t step_d = g_.dil[0] * pg_.Hp * pg_.Wp, step_h = g_.dil[1] * pg_.Wp;
-  const float* base = xp_ + col0_ + k0;
+  const ConvGeometry& g = src_.g;
+  const PaddedGrid& pg = src_.pg;
+  const int64_t K = g.k_size(), kH = g.k[1], kW = g.k[2];
+  const float* base = src_.xp + src_.col0 + k0;
   for (int64_t p = 0; p * kNR < n; ++p) {
     float* panel = Bp + p * kc * kNR;
     for (int64_t c16 = 0; c16 < kNR; c16 += 16) {
@@ -170,7 +182,7 @@ void GridPanelsT::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp)
         }
         const int64_t c = r / K, tap = r % K;
         const int64_t kd = tap / (kH * kW), kh = (tap / kW) % kH, kw = tap % kW;
-        src[i] = base + c * pg_.plane + kd * step_d + kh * step_h + kw * g_.dil[2];
+        src[i] = base + grid_row_offset(g, pg, c, kd, kh, kw);
       }
       for (int64_t k = 0; k < kc; k += 16) {
         const int64_t kk = kc - k < 16 ? kc - k : 16;

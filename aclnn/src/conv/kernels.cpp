@@ -109,7 +109,7 @@ void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w,
           pad_band(g, pg, x + (n * g.C_in + grp * Cig) * S_in, Cig, r0, count, band);
           PaddedGrid bp = pg;
           bp.plane = count * pg.Wp;
-          const GridPanels panels(g, bp, band, 0);
+          const GridPanels panels(GridSource{g, bp, band, 0});
           gemm::sgemm_avx512_packed(Cog, cols, rows, s.wpack + grp * wpack_g, nullptr, nullptr,
                                     &panels, false, block, cols, pack_slot(p, s));
           grid_to_output(g, pg, block, Cog, r0, r1, y + (n * g.C_out + grp * Cog) * S_out);
@@ -248,7 +248,7 @@ void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, con
             PaddedGrid bp = grid;
             bp.plane = count * grid.Wp;
             const gemm::Mat a{dy_grid, cols, 1};
-            const GridPanelsT panels(g, bp, band, 0);
+            const GridPanelsT panels(GridSource{g, bp, band, 0});
             gemm::sgemm_avx512_packed(Cog, nc * K, cols, nullptr, &a, nullptr, &panels, true, dst,
                                       rows, pk);
           }
