@@ -86,27 +86,33 @@ void correlate_rows(const Correlation& c, float* out, const float* in, int64_t i
     }
 }
 
+// The lanes of a shifted row read for each of `taps` kernel columns: output column 16v + l
+// (< cols) reads input column 16v + l + offs[t], offs[t] = off0 + t * step, which must lie in
+// [0, in_cols); masks[t][v] holds the lanes where both hold.
+void shifted_row_masks(int64_t cols, int64_t in_cols, int64_t off0, int64_t step, int64_t taps,
+                       __mmask16 (*masks)[4], int64_t* offs) {
+  for (int64_t t = 0; t < taps; ++t) {
+    offs[t] = off0 + t * step;
+    for (int64_t v = 0; v < 4; ++v) {
+      unsigned bits = 0;
+      for (int64_t l = 0; l < 16; ++l) {
+        const int64_t col = 16 * v + l, src = col + offs[t];
+        if (col < cols && src >= 0 && src < in_cols) bits |= 1u << l;
+      }
+      masks[t][v] = static_cast<__mmask16>(bits);
+    }
+  }
+}
+
 // Runs correlate_rows for output rows of up to 64 and kernels up to 32 wide; false otherwise.
 bool correlate_plane(const Correlation& c, float* out, const float* in, int64_t in_stride,
                      const float* w, int64_t m) {
   constexpr int64_t kMaxKw = 32;
   const int64_t W = c.out[2];
   if (W <= 0 || W > 64 || c.k[2] < 1 || c.k[2] > kMaxKw) return false;
-  // Lanes of vector v valid for tap column kw: output column 16v + l < W reads input column
-  // 16v + l + offw[kw], which must lie in [0, in[2]).
   __mmask16 masks[kMaxKw][4];
   int64_t offw[kMaxKw];
-  for (int64_t kw = 0; kw < c.k[2]; ++kw) {
-    offw[kw] = c.off[2] + kw * c.step[2];
-    for (int64_t v = 0; v < 4; ++v) {
-      unsigned bits = 0;
-      for (int64_t l = 0; l < 16; ++l) {
-        const int64_t col = 16 * v + l, src = col + offw[kw];
-        if (col < W && src >= 0 && src < c.in[2]) bits |= 1u << l;
-      }
-      masks[kw][v] = static_cast<__mmask16>(bits);
-    }
-  }
+  shifted_row_masks(W, c.in[2], c.off[2], c.step[2], c.k[2], masks, offw);
   switch ((W + 15) / 16) {
     case 1:
       correlate_rows<1>(c, out, in, in_stride, w, m, masks, offw);
@@ -165,22 +171,10 @@ bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const floa
   constexpr int64_t kMaxKw = 7;
   const int64_t W = g.in[2], oW = g.out[2], kW = g.k[2];
   if (g.stride[2] != 1 || oW > 64 || kW < 1 || kW > kMaxKw) return false;
-  // Lanes of output vector v valid for tap column kw: output column 16v + l < oW reads input
-  // column 16v + l + offx[kw], which must lie in [0, W).
   __mmask16 masks[kMaxKw][4], dy_masks[4];
   int64_t offx[kMaxKw];
   for (int64_t v = 0; v < 4; ++v) dy_masks[v] = tail_mask(oW - 16 * v > 0 ? oW - 16 * v : 0);
-  for (int64_t kw = 0; kw < kW; ++kw) {
-    offx[kw] = kw * g.dil[2] - g.pad_before[2];
-    for (int64_t v = 0; v < 4; ++v) {
-      unsigned bits = 0;
-      for (int64_t l = 0; l < 16; ++l) {
-        const int64_t c = 16 * v + l, src = c + offx[kw];
-        if (c < oW && src >= 0 && src < W) bits |= 1u << l;
-      }
-      masks[kw][v] = static_cast<__mmask16>(bits);
-    }
-  }
+  shifted_row_masks(oW, W, -g.pad_before[2], g.dil[2], kW, masks, offx);
   for (int64_t kd = 0; kd < g.k[0]; ++kd)
     for (int64_t kh = 0; kh < g.k[1]; ++kh) {
       double* t = total + (kd * g.k[1] + kh) * kW;

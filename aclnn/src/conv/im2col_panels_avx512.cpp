@@ -127,10 +127,10 @@ void Im2colPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp
 
 namespace {
 
-// Offset in the grid (or band) of column-matrix row r = c * K + (kd * kH + kh) * kW + kw.
-inline int64_t grid_row_offset(const ConvGeometry& g, const PaddedGrid& pg, int64_t c, int64_t kd,
-                               int64_t kh, int64_t kw) {
-  return c * pg.plane + (kd * g.dil[0] * pg.Hp + kh * g.dil[1]) * pg.Wp + kw * g.dil[2];
+// Offset in the grid (or band) of a column-matrix row, decoded as (channel, kernel tap).
+inline int64_t grid_row_offset(const ConvGeometry& g, const PaddedGrid& pg, const Row& row) {
+  return row.c * pg.plane + (row.kd * g.dil[0] * pg.Hp + row.kh * g.dil[1]) * pg.Wp +
+         row.kw * g.dil[2];
 }
 
 }  // namespace
@@ -138,14 +138,10 @@ inline int64_t grid_row_offset(const ConvGeometry& g, const PaddedGrid& pg, int6
 void GridPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
   const int64_t panels = (n + kNR - 1) / kNR;
   const int64_t last = n - (panels - 1) * kNR;  // columns of the last panel (1 .. 48)
-  const ConvGeometry& g = src_.g;
-  const PaddedGrid& pg = src_.pg;
-  const int64_t K = g.k_size(), kH = g.k[1], kW = g.k[2];
   const float* base = src_.xp + src_.col0 + j0;
-  int64_t c = k0 / K, tap = k0 % K;
-  int64_t kd = tap / (kH * kW), kh = (tap / kW) % kH, kw = tap % kW;
-  for (int64_t r = 0; r < kc; ++r) {
-    const float* src = base + grid_row_offset(g, pg, c, kd, kh, kw);
+  Row row(src_.g, nullptr, k0);
+  for (int64_t r = 0; r < kc; ++r, row.next()) {
+    const float* src = base + grid_row_offset(src_.g, src_.pg, row);
     float* dst = Bp + r * kNR;
     for (int64_t p = 0; p + 1 < panels; ++p, src += kNR, dst += kc * kNR) {
       _mm512_store_ps(dst, _mm512_loadu_ps(src));
@@ -155,20 +151,10 @@ void GridPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) 
     for (int64_t q = 0; q < 3; ++q)
       _mm512_store_ps(dst + 16 * q,
                       _mm512_maskz_loadu_ps(gemm::first_lanes(last - 16 * q), src + 16 * q));
-    if (++kw == kW) {
-      kw = 0;
-      if (++kh == kH) {
-        kh = 0;
-        if (++kd == g.k[0]) kd = 0, ++c;
-      }
-    }
   }
 }
 
 void GridPanelsT::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
-  const ConvGeometry& g = src_.g;
-  const PaddedGrid& pg = src_.pg;
-  const int64_t K = g.k_size(), kH = g.k[1], kW = g.k[2];
   const float* base = src_.xp + src_.col0 + k0;
   for (int64_t p = 0; p * kNR < n; ++p) {
     float* panel = Bp + p * kc * kNR;
@@ -180,9 +166,7 @@ void GridPanelsT::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp)
           src[i] = nullptr;
           continue;
         }
-        const int64_t c = r / K, tap = r % K;
-        const int64_t kd = tap / (kH * kW), kh = (tap / kW) % kH, kw = tap % kW;
-        src[i] = base + grid_row_offset(g, pg, c, kd, kh, kw);
+        src[i] = base + grid_row_offset(src_.g, src_.pg, Row(src_.g, nullptr, r));
       }
       for (int64_t k = 0; k < kc; k += 16) {
         const int64_t kk = kc - k < 16 ? kc - k : 16;

@@ -103,12 +103,11 @@ void forward(const ConvGeometry& g, const KernelPlan& p, const T* x, const T* w,
         for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
           const int64_t b = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
           const int64_t r0 = b * p.fwd_grid_rows, r1 = std::min(pg.rows, r0 + p.fwd_grid_rows);
-          const int64_t cols = (r1 - r0) * pg.Wp, count = band_rows(g, pg, r1 - r0);
+          const int64_t cols = (r1 - r0) * pg.Wp;
           float* block = s.col + current_slot(p.slots) * p.col_elems;
           float* band = block + Cog * p.fwd_grid_rows * pg.Wp;  // then the band of x
-          pad_band(g, pg, x + (n * g.C_in + grp * Cig) * S_in, Cig, r0, count, band);
-          PaddedGrid bp = pg;
-          bp.plane = count * pg.Wp;
+          const PaddedGrid bp =
+              pad_band(g, pg, x + (n * g.C_in + grp * Cig) * S_in, Cig, r0, r1 - r0, band);
           const GridPanels panels(GridSource{g, bp, band, 0});
           gemm::sgemm_avx512_packed(Cog, cols, rows, s.wpack + grp * wpack_g, nullptr, nullptr,
                                     &panels, false, block, cols, pack_slot(p, s));
@@ -242,11 +241,9 @@ void backward_weight(const ConvGeometry& g, const KernelPlan& p, const T* x, con
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < grid.rows; r0 += p.bw_grid_rows) {
             const int64_t r1 = std::min(grid.rows, r0 + p.bw_grid_rows), cols = (r1 - r0) * grid.Wp;
-            const int64_t count = band_rows(g, grid, r1 - r0);
             output_to_grid(g, grid, dy + (n * g.C_out + grp * Cog) * S_out, Cog, r0, r1, dy_grid);
-            pad_band(g, grid, x + (n * g.C_in + grp * Cig + c0) * S_in, nc, r0, count, band);
-            PaddedGrid bp = grid;
-            bp.plane = count * grid.Wp;
+            const PaddedGrid bp =
+                pad_band(g, grid, x + (n * g.C_in + grp * Cig + c0) * S_in, nc, r0, r1 - r0, band);
             const gemm::Mat a{dy_grid, cols, 1};
             const GridPanelsT panels(GridSource{g, bp, band, 0});
             gemm::sgemm_avx512_packed(Cog, nc * K, cols, nullptr, &a, nullptr, &panels, true, dst,

@@ -27,8 +27,9 @@ int64_t band_rows(const ConvGeometry& g, const PaddedGrid& pg, int64_t out_rows)
   return out_rows + g.dil[0] * (g.k[0] - 1) * pg.Hp + g.dil[1] * (g.k[1] - 1) + 1;
 }
 
-void pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
-              int64_t r0, int64_t count, float* band) {
+PaddedGrid pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
+                    int64_t r0, int64_t out_rows, float* band) {
+  const int64_t count = band_rows(g, pg, out_rows);
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2], S_in = g.in_size();
   // Grid column w holds input column w - pad_before[2]: the valid ones are [w0, w1).
   const int64_t w0 = clamp_i64(g.pad_before[2], 0, pg.Wp);
@@ -50,6 +51,9 @@ void pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64
       std::fill(dst + w1, dst + pg.Wp, 0.0f);
     }
   }
+  PaddedGrid bp = pg;
+  bp.plane = count * pg.Wp;
+  return bp;
 }
 
 void grid_to_output(const ConvGeometry& g, const PaddedGrid& pg, const float* grid,

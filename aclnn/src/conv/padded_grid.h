@@ -37,12 +37,13 @@ double grid_waste(const ConvGeometry& g, const PaddedGrid& pg);
 // (and planes), plus one row for the last grid columns' reads past their row (dropped columns).
 int64_t band_rows(const ConvGeometry& g, const PaddedGrid& pg, int64_t out_rows);
 
-// A band of the padded input: band[c][i][Wp] = padded grid row r0 + i of channel c (each in_size()
-// floats of x), i < count, for c < planes; rows past the grid are zero. The output grid rows
-// [r0, r1) read exactly the band of rows r0 .. r0 + band_rows(r1 - r0), at the same offsets as in
-// the whole grid (pass the grid with plane = count * Wp to the panels).
-void pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
-              int64_t r0, int64_t count, float* band);
+// The band of the padded input that output grid rows [r0, r0 + out_rows) read:
+// band[c][i][Wp] = padded grid row r0 + i of channel c (each in_size() floats of x), for
+// i < band_rows(out_rows) and c < planes; rows past the grid are zero. Returns the grid as the
+// band presents it (plane = the band's channel stride): the panels read it at the same offsets
+// as the whole grid.
+PaddedGrid pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
+                    int64_t r0, int64_t out_rows, float* band);
 
 // y[o, output rows of grid rows r0 .. r1) = the output columns of grid[o, (r1 - r0) * Wp], for
 // o < channels; y's channel stride is out_size(), the grid's ld is (r1 - r0) * Wp.
