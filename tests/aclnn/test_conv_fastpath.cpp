@@ -181,6 +181,54 @@ TEST(FastPathTbc, ForwardPerTapGemmsMatchReference) {
   }
 }
 
+// aclnnConvolution(transposed) on time-major views ([T, B, C] storage seen as [B, C, T], weight
+// [K, C_out, C_in] seen as [C_in, C_out, K]), which qualify for the per-tap GEMM path: the output
+// must include the bias (it was once dropped there).
+TEST(FastPathTbc, TransposedForwardOnTimeMajorViewsAddsBias) {
+  using acltest::TestTensor;
+  const int64_t T = 6, B = 2, Ci = 3, Co = 2, K = 3;
+  const int64_t T_out = T + K - 1;
+  TestTensor x({T, B, Ci}, ACL_FLOAT, Layout::kContiguous, 0, ACL_FORMAT_ND);
+  TestTensor w({K, Co, Ci}, ACL_FLOAT, Layout::kContiguous, 0, ACL_FORMAT_ND);
+  TestTensor b({Co}, ACL_FLOAT, Layout::kContiguous, 0, ACL_FORMAT_ND);
+  acltest::Rng rng(5);
+  x.Fill(rng.Uniform(x.numel()));
+  w.Fill(rng.Uniform(w.numel()));
+  b.Fill(rng.Uniform(b.numel()));
+  TestTensor y =
+      TestTensor::Output({T_out, B, Co}, ACL_FLOAT, Layout::kContiguous, 0, ACL_FORMAT_ND);
+  auto xv = x.View({B, Ci, T}, {Ci, 1, B * Ci}, 0, ACL_FORMAT_NCL);
+  auto wv = w.View({Ci, Co, K}, {1, Ci, Co * Ci}, 0, ACL_FORMAT_NCL);
+  auto yv = y.View({B, Co, T_out}, {Co, 1, B * Co}, 0, ACL_FORMAT_NCL);
+  auto stride = acltest::MakeIntArray({1}), pad = acltest::MakeIntArray({0}),
+       dil = acltest::MakeIntArray({1}), opad = acltest::MakeIntArray({0});
+  acltest::CallResult r = acltest::RunTwoPhase(
+      [&](uint64_t* ws, aclOpExecutor** ex) {
+        return aclnnConvolutionGetWorkspaceSize(xv.get(), wv.get(), b.get(), stride.get(),
+                                                pad.get(), dil.get(), true, opad.get(), 1, yv.get(),
+                                                0, ws, ex);
+      },
+      aclnnConvolution);
+  ASSERT_TRUE(r.ok()) << r.Describe();
+  // The reference takes logical row-major [B, Ci, T] input and [Ci, Co, K] weight.
+  std::vector<double> xr(x.numel()), wr(w.numel());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t n = 0; n < B; ++n)
+      for (int64_t c = 0; c < Ci; ++c) xr[(n * Ci + c) * T + t] = x.values()[(t * B + n) * Ci + c];
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t o = 0; o < Co; ++o)
+      for (int64_t c = 0; c < Ci; ++c) wr[(c * Co + o) * K + k] = w.values()[(k * Co + o) * Ci + c];
+  const naive::ConvGeom g = MakeGeom({B, Ci, T}, {Ci, Co, K}, {1}, {0}, {1}, 1, true, {0});
+  const naive::Result ref = naive::ConvForward(g, xr, wr, b.values());
+  std::vector<double> got(y.numel());
+  const std::vector<double> stored = y.Read();  // [T_out, B, Co]
+  for (int64_t t = 0; t < T_out; ++t)
+    for (int64_t n = 0; n < B; ++n)
+      for (int64_t o = 0; o < Co; ++o) got[(n * Co + o) * T_out + t] = stored[(t * B + n) * Co + o];
+  EXPECT_TRUE(acltest::CompareToReference("output", got, ref, {B, Co, T_out},
+                                          acltest::ToleranceFor(ACL_FLOAT, ACL_FLOAT)));
+}
+
 TEST(FastPathTbc, PerTapGemmsMatchReference) {
   for (Layout layout : {Layout::kContiguous, Layout::kPadded, Layout::kPermuted}) {
     EXPECT_TRUE(CheckTbc({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));

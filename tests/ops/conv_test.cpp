@@ -55,6 +55,31 @@ TEST(Conv, ForwardMatchesNaiveReference) {
   }
 }
 
+// A float32 transposed conv whose activations are time-major [T, B, C] (unit stride, one group)
+// runs libaclnn's per-tap GEMM path; its forward once dropped the bias there.
+TEST(Conv, TransposedFloat32OnTimeMajorViewsAddsBias) {
+  // Hand-computed: y[t] = 10 + x[t] (the kernel's only non-zero tap is the first).
+  const Tensor x1 = tensor<float>({1, 2, 3, 4}, {1, 1, 4});
+  const Tensor w1 = tensor<float>({1, 0, 0, 0}, {1, 1, 4});
+  const Tensor b1 = tensor<float>({10}, {1});
+  EXPECT_EQ(conv_transpose1d(x1, w1, b1).to_vector<float>(),
+            (std::vector<float>{11, 12, 13, 14, 10, 10, 10}));
+  // Three input channels stored [T, B, C] and seen as [B, C, T], one output channel (so the
+  // framework's contiguous output is time-major too); against the float64 reference.
+  const Tensor x = uniform_var({9, 1, 3}, -1, 1, 61).detach();
+  const Tensor w = uniform_var({4, 1, 3}, -1, 1, 62).detach();
+  const Tensor b = uniform_var({1}, -1, 1, 63).detach();
+  for (int64_t pad : {0, 2}) {
+    SCOPED_TRACE("pad " + std::to_string(pad));
+    const Tensor y = conv_transpose1d(x.to(Dtype::Float32).permute({1, 2, 0}),
+                                      w.to(Dtype::Float32).permute({2, 1, 0}), b.to(Dtype::Float32),
+                                      {.padding = pad});
+    EXPECT_LE(max_abs_diff(y, naive_conv(x.permute({1, 2, 0}), w.permute({2, 1, 0}), b,
+                                         ref_conv(1, 1, pad, 1, 1, true))),
+              1e-5);
+  }
+}
+
 TEST(Conv, HalfPrecisionForwardIsCloseToFloat64) {
   const Tensor x = uniform_var({2, 3, 6, 5}, -1, 1, 6).detach();
   const Tensor w = uniform_var({4, 3, 3, 3}, -1, 1, 7).detach();

@@ -131,7 +131,9 @@ void tbc_run(const ConvJob& j, int slots, int64_t pack_elems, float* pack) {
         rows_of(*j.out_y), row_ld(*j.out_y), g.C_out, rows_of(*j.x), row_ld(*j.x), g.C_in,
         j.bias ? &*j.bias : nullptr, slots, pack_elems, pack);
   }
-  if (j.out_x) {  // dX[t'] += dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]
+  // dX[t'] = bias + sum_k dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]. The bias is the
+  // transposed forward's (ConvJob adds it to out_x there); a backward job has none.
+  if (j.out_x) {
     const View5& w = *j.w;
     const float* wp = rows_of(w);
     shifted_row_gemms(
@@ -139,8 +141,8 @@ void tbc_run(const ConvJob& j, int slots, int64_t pack_elems, float* pack) {
         [&](int64_t k) {
           return gemm::Mat{wp + k * w.strides[4], 1, weight_ld(w)};
         },
-        rows_of(*j.out_x), row_ld(*j.out_x), g.C_in, rows_of(*j.y), row_ld(*j.y), g.C_out, nullptr,
-        slots, pack_elems, pack);
+        rows_of(*j.out_x), row_ld(*j.out_x), g.C_in, rows_of(*j.y), row_ld(*j.y), g.C_out,
+        j.bias ? &*j.bias : nullptr, slots, pack_elems, pack);
   }
   if (j.out_w) {  // dW_k[c-block, :] = sum_t X[t + k - pad]^T . dY[t]
     const View5& dw = *j.out_w;

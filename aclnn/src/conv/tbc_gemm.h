@@ -5,8 +5,9 @@
 // W_k = w[:, :, k] as a strided [C_in, C_out] view:
 //
 //   forward          Y[t]        = bias + sum_k X[t + k - pad] . W_k          (rows of B each)
-//   backward_data    dX[t']      = sum_k dY[t' - k + pad] . W_k^T
-//   backward_weight  dW_k        = sum_t X[t + k - pad]^T . dY[t]             (one GEMM per tap,
+//   backward_data    dX[t']      = sum_k dY[t' - k + pad] . W_k^T   (+ bias: the transposed
+//   forward) backward_weight  dW_k        = sum_t X[t + k - pad]^T . dY[t]             (one GEMM
+//   per tap,
 //                                  reducing over all T*B rows)
 //
 // Threading: forward / backward-data tasks own disjoint time ranges of the output (all taps in tap
