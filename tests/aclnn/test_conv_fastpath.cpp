@@ -15,6 +15,7 @@
 #include "support/compare.h"
 #include "support/conv_case.h"
 #include "support/naive_conv.h"
+#include "support/tbc_case.h"
 
 namespace {
 
@@ -104,80 +105,10 @@ TEST_P(FastPath, BackwardDeterministic) {
 INSTANTIATE_TEST_SUITE_P(Conv, FastPath, ::testing::ValuesIn(FastPathCases()), Name);
 
 // ConvTbc at sizes where the per-tap GEMM path runs, contiguous and padded layouts.
-struct TbcFast {
-  naive::TbcGeom g;
-  Layout layout;
-};
-
-::testing::AssertionResult CheckTbc(const TbcFast& c) {
-  using acltest::TestTensor;
-  const uint64_t seed = 7;
-  TestTensor gy({c.g.t_out(), c.g.B, c.g.C_out}, ACL_FLOAT, c.layout, seed + 1, ACL_FORMAT_ND);
-  TestTensor x({c.g.T, c.g.B, c.g.C_in}, ACL_FLOAT, c.layout, seed + 2, ACL_FORMAT_ND);
-  TestTensor w({c.g.K, c.g.C_in, c.g.C_out}, ACL_FLOAT, c.layout, seed + 3, ACL_FORMAT_ND);
-  TestTensor b({c.g.C_out}, ACL_FLOAT, c.layout, seed + 4, ACL_FORMAT_ND);
-  acltest::Rng rng(seed);
-  gy.Fill(rng.Uniform(gy.numel()));
-  x.Fill(rng.Uniform(x.numel()));
-  w.Fill(rng.Uniform(w.numel()));
-  b.Fill(rng.Uniform(b.numel()));
-  TestTensor gi({c.g.T, c.g.B, c.g.C_in}, ACL_FLOAT, c.layout, seed + 5, ACL_FORMAT_ND);
-  TestTensor gw({c.g.K, c.g.C_in, c.g.C_out}, ACL_FLOAT, c.layout, seed + 6, ACL_FORMAT_ND);
-  TestTensor gb({c.g.C_out}, ACL_FLOAT, c.layout, seed + 7, ACL_FORMAT_ND);
-  acltest::CallResult r = acltest::RunTwoPhase(
-      [&](uint64_t* ws, aclOpExecutor** ex) {
-        return aclnnConvTbcBackwardGetWorkspaceSize(gy.get(), x.get(), w.get(), b.get(), c.g.pad, 0,
-                                                    gi.get(), gw.get(), gb.get(), ws, ex);
-      },
-      aclnnConvTbcBackward);
-  if (!r.ok()) return ::testing::AssertionFailure() << r.Describe();
-  const naive::Grads ref = naive::TbcBackward(c.g, gy.values(), x.values(), w.values());
-  ::testing::AssertionResult verdict = ::testing::AssertionFailure();
-  verdict << "ConvTbcBackward mismatch for " << c.g.Describe() << " layout "
-          << acltest::LayoutName(c.layout);
-  bool failed = false;
-  auto check = [&](const char* name, const TestTensor& t, const naive::Result& want) {
-    auto res = acltest::CompareToReference(name, t.Read(), want, t.shape(),
-                                           acltest::ToleranceFor(ACL_FLOAT, ACL_FLOAT));
-    if (!res) failed = true, verdict << "\n  " << res.message();
-    if (!t.OnlyViewWritten()) failed = true, verdict << "\n  " << name << " wrote outside";
-  };
-  check("gradInput", gi, ref.input);
-  check("gradWeight", gw, ref.weight);
-  check("gradBias", gb, ref.bias);
-  return failed ? verdict : ::testing::AssertionSuccess();
-}
-
-// aclnnConvTbc (forward, with bias) on the per-tap GEMM path.
-::testing::AssertionResult CheckTbcForward(const TbcFast& c) {
-  using acltest::TestTensor;
-  const uint64_t seed = 11;
-  TestTensor x({c.g.T, c.g.B, c.g.C_in}, ACL_FLOAT, c.layout, seed + 1, ACL_FORMAT_ND);
-  TestTensor w({c.g.K, c.g.C_in, c.g.C_out}, ACL_FLOAT, c.layout, seed + 2, ACL_FORMAT_ND);
-  TestTensor b({c.g.C_out}, ACL_FLOAT, c.layout, seed + 3, ACL_FORMAT_ND);
-  acltest::Rng rng(seed);
-  x.Fill(rng.Uniform(x.numel()));
-  w.Fill(rng.Uniform(w.numel()));
-  b.Fill(rng.Uniform(b.numel()));
-  TestTensor y({c.g.t_out(), c.g.B, c.g.C_out}, ACL_FLOAT, c.layout, seed + 4, ACL_FORMAT_ND);
-  acltest::CallResult r = acltest::RunTwoPhase(
-      [&](uint64_t* ws, aclOpExecutor** ex) {
-        return aclnnConvTbcGetWorkspaceSize(x.get(), w.get(), b.get(), c.g.pad, y.get(), 0, ws, ex);
-      },
-      aclnnConvTbc);
-  if (!r.ok()) return ::testing::AssertionFailure() << r.Describe();
-  const naive::Result ref = naive::TbcForward(c.g, x.values(), w.values(), b.values());
-  auto cmp = acltest::CompareToReference("output", y.Read(), ref, y.shape(),
-                                         acltest::ToleranceFor(ACL_FLOAT, ACL_FLOAT));
-  if (!cmp) return ::testing::AssertionFailure() << c.g.Describe() << "\n  " << cmp.message();
-  if (!y.OnlyViewWritten()) return ::testing::AssertionFailure() << "output wrote outside";
-  return ::testing::AssertionSuccess();
-}
-
 TEST(FastPathTbc, ForwardPerTapGemmsMatchReference) {
   for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
-    EXPECT_TRUE(CheckTbcForward({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));
-    EXPECT_TRUE(CheckTbcForward({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
+    EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));
+    EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
   }
 }
 
@@ -231,9 +162,9 @@ TEST(FastPathTbc, TransposedForwardOnTimeMajorViewsAddsBias) {
 
 TEST(FastPathTbc, PerTapGemmsMatchReference) {
   for (Layout layout : {Layout::kContiguous, Layout::kPadded, Layout::kPermuted}) {
-    EXPECT_TRUE(CheckTbc({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));
-    EXPECT_TRUE(CheckTbc({naive::TbcGeom{60, 5, 130, 40, 5, 2}, layout}));
-    EXPECT_TRUE(CheckTbc({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
+    EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));
+    EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{60, 5, 130, 40, 5, 2}, layout}));
+    EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
   }
 }
 

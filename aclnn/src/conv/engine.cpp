@@ -1,15 +1,19 @@
 #include "conv/engine.h"
 
+#include <chrono>
+#include <cstdio>
 #include <memory>
+#include <sstream>
 #include <type_traits>
 
 #include <tbb/task_arena.h>
 
+#include "conv/algo_support.h"
+#include "conv/algorithm.h"
 #include "conv/depthwise.h"
-#include "conv/kernels.h"
 #include "conv/tbc_gemm.h"
-#include "gemm/sgemm.h"
 #include "error.h"
+#include "gemm/sgemm.h"
 #include "meta.h"
 
 namespace aclnn_cpu::conv {
@@ -33,14 +37,16 @@ struct Layout {
 
 struct Plan {
   ConvJob job;
-  KernelPlan kernels;
-  std::shared_ptr<tbb::task_arena> arena;  // concurrency == kernels.slots
-  // Workspace offsets of the dense compute copies / results / scratch.
+  std::shared_ptr<tbb::task_arena> arena;  // concurrency == problem.slots
+  Problem problem;
+  std::optional<Choice> choice[kPrimitiveCount];  // forward, backward_data, backward_weight
+  bool tbc = false;      // time-major 1-d fp32: per-tap GEMMs on the caller's buffers
+  int64_t tbc_pack = 0;  //   their GEMM packing scratch per slot (floats)
+  // Workspace offsets of the dense compute copies / results, and of the algorithms' scratch
+  // (one region: the primitives run one after another).
   uint64_t x = kNotInWorkspace, w = kNotInWorkspace, y = kNotInWorkspace, bias = kNotInWorkspace;
   uint64_t out_y = kNotInWorkspace, out_x = kNotInWorkspace, out_w = kNotInWorkspace;
-  uint64_t out_bias = kNotInWorkspace, col = kNotInWorkspace, partials = kNotInWorkspace;
-  uint64_t pack = kNotInWorkspace, wflip = kNotInWorkspace, wpack = kNotInWorkspace;
-  bool tbc = false;  // time-major 1-d fp32: per-tap GEMMs on the caller's buffers (tbc_gemm.h)
+  uint64_t out_bias = kNotInWorkspace, scratch = kNotInWorkspace;
   uint64_t bytes = 0;
 };
 
@@ -57,35 +63,61 @@ uint64_t reserve(Layout& layout, bool needed, const std::optional<View5>& v, Rou
   return layout.add(static_cast<unsigned __int128>(v->numel()) * sizeof(T));
 }
 
-// Smallest TBC problem (multiply-adds of one pass) worth the GEMM packing workspace; below it
-// OpenBLAS runs the taps without any workspace.
-constexpr double kTbcOwnGemmMinMacs = double(1 << 22);
+// Bytes of an algorithm's scratch: slots x (packing + other), shared, partials.
+template <typename T>
+unsigned __int128 scratch_bytes(const Choice& c, int slots) {
+  const Blocking& b = c.b;
+  const unsigned __int128 elems = static_cast<unsigned __int128>(slot_stride<T>(b)) * slots +
+                                  ceil_div(b.shared_elems, 16) * 16 +
+                                  static_cast<unsigned __int128>(b.partial_elems) *
+                                      static_cast<unsigned __int128>(b.ranges - 1);
+  return elems * sizeof(T);
+}
 
-// The TBC path needs only GEMM packing scratch (and the gradBias buffer if not in place).
-void plan_tbc(Plan& p) {
+std::string describe(const ConvGeometry& g, bool fp64) {
+  std::ostringstream os;
+  os << "N" << g.N << " C" << g.C_in << "->" << g.C_out << " g" << g.groups << " in" << g.in[0]
+     << "x" << g.in[1] << "x" << g.in[2] << " k" << g.k[0] << "x" << g.k[1] << "x" << g.k[2] << " s"
+     << g.stride[0] << "x" << g.stride[1] << "x" << g.stride[2] << " d" << g.dil[0] << "x"
+     << g.dil[1] << "x" << g.dil[2] << " p" << g.pad_before[0] << "," << g.pad_before[1] << ","
+     << g.pad_before[2] << "/" << g.pad_after[0] << "," << g.pad_after[1] << "," << g.pad_after[2]
+     << (fp64 ? " f64" : " f32");
+  return os.str();
+}
+
+// The time-major fp32 path needs only GEMM packing scratch (and the gradBias buffer if not in
+// place). It is taken unless ACLNN_CPU_CONV_ALGO names other algorithms only.
+constexpr double kTbcOwnGemmMinMacs = double(1 << 22);
+bool plan_tbc(Plan& p) {
   const ConvJob& j = p.job;
+  if (j.use_double || !tbc_applicable(j)) return false;
+  if (any_algorithm_forced() && !algorithm_forced("tbc_gemm")) return false;
   p.tbc = true;
-  p.kernels = KernelPlan{};
-  p.kernels.slots = p.arena->max_concurrency();
   const ConvGeometry& g = j.g;
   const double macs = static_cast<double>(g.N) * g.C_out * g.out[2] * g.C_in * g.k[2];
-  if (macs >= kTbcOwnGemmMinMacs) p.kernels.pack_elems = gemm::pack_elems();
+  if (macs >= kTbcOwnGemmMinMacs || any_algorithm_forced()) p.tbc_pack = gemm::pack_elems();
   Layout layout;
   p.out_bias = reserve<float>(layout, true, j.out_bias, Round::kNone);
-  if (p.kernels.pack_elems > 0)
-    p.pack = layout.add(static_cast<unsigned __int128>(p.kernels.pack_elems) * p.kernels.slots *
-                        sizeof(float));
+  if (p.tbc_pack > 0)
+    p.scratch =
+        layout.add(static_cast<unsigned __int128>(p.tbc_pack) * p.problem.slots * sizeof(float));
   p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
+  return true;
 }
 
 template <typename T>
 void plan_workspace(Plan& p) {
+  if (plan_tbc(p)) return;
   const ConvJob& j = p.job;
-  if (std::is_same_v<T, float> && tbc_applicable(j)) return plan_tbc(p);
-  const bool fwd = j.out_y.has_value(), bwd_data = j.out_x.has_value(),
-             bwd_weight = j.out_w.has_value();
-  p.kernels = plan_kernels(j.g, p.arena->max_concurrency(), sizeof(T),
-                           KernelUse{fwd, bwd_data, bwd_weight});
+  const bool need[kPrimitiveCount] = {j.out_y.has_value(), j.out_x.has_value(),
+                                      j.out_w.has_value()};
+  unsigned __int128 scratch = 0;
+  for (int i = 0; i < kPrimitiveCount; ++i) {
+    if (!need[i]) continue;
+    p.choice[i] = choose_algorithm(static_cast<Primitive>(i), p.problem);
+    scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
+  }
+  const bool fwd = need[0], bwd_data = need[1], bwd_weight = need[2];
   Layout layout;
   p.x = reserve<T>(layout, fwd || bwd_weight, j.x, j.round);
   p.w = reserve<T>(layout, fwd || bwd_data, j.w, j.round);
@@ -95,20 +127,23 @@ void plan_workspace(Plan& p) {
   p.out_x = reserve<T>(layout, true, j.out_x, Round::kNone);
   p.out_w = reserve<T>(layout, true, j.out_w, Round::kNone);
   p.out_bias = reserve<T>(layout, true, j.out_bias, Round::kNone);
-  const KernelPlan& k = p.kernels;
-  if ((fwd || bwd_data || bwd_weight) && k.col_elems > 0)
-    p.col = layout.add(static_cast<unsigned __int128>(k.col_elems) * k.slots * sizeof(T));
-  if (bwd_weight && k.bw_ranges > 1)
-    p.partials =
-        layout.add(static_cast<unsigned __int128>(k.partial_elems) * (k.bw_ranges - 1) * sizeof(T));
-  if (bwd_data && k.wflip_elems > 0)
-    p.wflip = layout.add(static_cast<unsigned __int128>(k.wflip_elems) * sizeof(T));
-  if (k.wpack_elems > 0)
-    p.wpack = layout.add(static_cast<unsigned __int128>(k.wpack_elems) * sizeof(T));
-  if ((fwd || bwd_data || bwd_weight) && k.pack_elems > 0)
-    p.pack = layout.add(static_cast<unsigned __int128>(k.pack_elems) * k.slots * sizeof(T));
+  if (scratch > 0) p.scratch = layout.add(scratch);
   // + kAlign of slack so a workspace that is not 64-byte aligned can be aligned in place.
   p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
+}
+
+void print_plan(const char* api, const Plan& p) {
+  const std::string geo = describe(p.job.g, p.problem.fp64);
+  const bool need[kPrimitiveCount] = {p.job.out_y.has_value(), p.job.out_x.has_value(),
+                                      p.job.out_w.has_value()};
+  for (int i = 0; i < kPrimitiveCount; ++i) {
+    if (!need[i]) continue;
+    const char* name = p.tbc ? "tbc_gemm" : p.choice[i]->algo->name;
+    const std::string why = p.tbc ? "time-major 1-d fp32 views" : p.choice[i]->why;
+    std::fprintf(stderr, "aclnn_cpu_verbose,plan,%s,%s,%s,%s,threads=%d,workspace=%llu,%s\n", api,
+                 primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), p.problem.slots,
+                 static_cast<unsigned long long>(p.bytes), why.c_str());
+  }
 }
 
 // The dense compute buffer of a view: its own memory when usable in place, else the workspace.
@@ -119,16 +154,41 @@ T* buffer(const std::optional<View5>& v, uint64_t off, char* ws) {
   return reinterpret_cast<T*>(ws + off);
 }
 
+// Runs the chosen algorithm of one primitive on `ops` (scratch carved from the workspace).
+template <typename T>
+void run_primitive(const char* api, const Plan& p, Primitive prim, Operands<T> ops, char* ws) {
+  const Choice& c = *p.choice[static_cast<int>(prim)];
+  if (p.scratch != kNotInWorkspace) {
+    T* base = reinterpret_cast<T*>(ws + p.scratch);
+    ops.slots = base;
+    ops.shared = base + slot_stride<T>(c.b) * p.problem.slots;
+    ops.partials = ops.shared + ceil_div(c.b.shared_elems, 16) * 16;
+  }
+  const bool timed = verbose();
+  const auto t0 = std::chrono::steady_clock::now();
+  if constexpr (std::is_same_v<T, float>) {
+    c.algo->run_f32(p.problem, c.b, ops);
+  } else {
+    c.algo->run_f64(p.problem, c.b, ops);
+  }
+  if (timed) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "aclnn_cpu_verbose,exec,%s,%s,%s,%.3f ms\n", api, primitive_name(prim),
+                 c.algo->name, ms);
+  }
+}
+
 // Phase 2. Allocates nothing: every buffer is the caller's tensor memory or the workspace.
 template <typename T>
-void execute(const Plan& p, char* ws) {
+void execute(const char* api, const Plan& p, char* ws) {
   if (ws) ws += (kAlign - reinterpret_cast<uintptr_t>(ws) % kAlign) % kAlign;
   const ConvJob& j = p.job;
   const ConvGeometry& g = j.g;
   p.arena->execute([&] {
     if (p.tbc) {  // operands used in place; only the packing scratch is in the workspace
-      tbc_run(j, p.kernels.slots, p.kernels.pack_elems,
-              p.pack != kNotInWorkspace ? reinterpret_cast<float*>(ws + p.pack) : nullptr);
+      tbc_run(j, p.problem.slots, p.tbc_pack,
+              p.scratch != kNotInWorkspace ? reinterpret_cast<float*>(ws + p.scratch) : nullptr);
       if (j.out_bias) {
         T* out = buffer<T>(j.out_bias, p.out_bias, ws);
         if (out) channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), out);
@@ -148,12 +208,6 @@ void execute(const Plan& p, char* ws) {
     const T* w = fwd || bwd_data ? input(j.w, p.w, j.round) : nullptr;
     const T* y = bwd_data || bwd_weight ? input(j.y, p.y, j.round) : nullptr;
     const T* bias = fwd || bwd_data ? input(j.bias, p.bias, Round::kNone) : nullptr;
-    Scratch<T> scratch;
-    if (p.col != kNotInWorkspace) scratch.col = reinterpret_cast<T*>(ws + p.col);
-    if (p.partials != kNotInWorkspace) scratch.partials = reinterpret_cast<T*>(ws + p.partials);
-    if (p.pack != kNotInWorkspace) scratch.pack = reinterpret_cast<T*>(ws + p.pack);
-    if (p.wflip != kNotInWorkspace) scratch.wflip = reinterpret_cast<T*>(ws + p.wflip);
-    if (p.wpack != kNotInWorkspace) scratch.wpack = reinterpret_cast<T*>(ws + p.wpack);
 
     // Outputs: computed into their own memory or the workspace, then unpacked if needed.
     auto finish = [&](const std::optional<View5>& v, uint64_t off, T* buf) {
@@ -162,36 +216,29 @@ void execute(const Plan& p, char* ws) {
     if (fwd) {
       T* out = buffer<T>(j.out_y, p.out_y, ws);
       if (out) {
-        forward(g, p.kernels, x, w, out, scratch);
+        run_primitive<T>(api, p, Primitive::kForward, Operands<T>{x, w, nullptr, out}, ws);
         if (bias) add_channel_bias(out, bias, g.N, g.C_out, g.out_size());
       }
       finish(j.out_y, p.out_y, out);
     }
-    bool fused_done = false;
+    T* ox = bwd_data ? buffer<T>(j.out_x, p.out_x, ws) : nullptr;
+    T* ow = bwd_weight ? buffer<T>(j.out_w, p.out_w, ws) : nullptr;
+    bool fused = false;
     if constexpr (std::is_same_v<T, float>) {
-      // Depthwise with both gradients: one fused pass over dy (depthwise.h).
-      T* ox = bwd_data ? buffer<T>(j.out_x, p.out_x, ws) : nullptr;
-      T* ow = bwd_weight ? buffer<T>(j.out_w, p.out_w, ws) : nullptr;
-      if (p.kernels.depthwise && ox && ow && !bias) {
-        depthwise_backward(g, x, y, w, ox, ow);
-        finish(j.out_x, p.out_x, ox);
-        finish(j.out_w, p.out_w, ow);
-        fused_done = true;
-      }
+      // Both gradients of a one-channel-per-group conv: one fused pass over dy (depthwise.h).
+      fused = ox && ow && !bias &&
+              p.choice[1]->algo->name == std::string_view("depthwise_direct") &&
+              p.choice[2]->algo->name == std::string_view("depthwise_direct");
+      if (fused) depthwise_backward(g, x, y, w, ox, ow);
     }
-    if (bwd_data && !fused_done) {
-      T* out = buffer<T>(j.out_x, p.out_x, ws);
-      if (out) {
-        backward_data(g, p.kernels, y, w, out, scratch);
-        if (bias) add_channel_bias(out, bias, g.N, g.C_in, g.in_size());
-      }
-      finish(j.out_x, p.out_x, out);
+    if (ox && !fused) {
+      run_primitive<T>(api, p, Primitive::kBackwardData, Operands<T>{nullptr, w, y, ox}, ws);
+      if (bias) add_channel_bias(ox, bias, g.N, g.C_in, g.in_size());
     }
-    if (bwd_weight && !fused_done) {
-      T* out = buffer<T>(j.out_w, p.out_w, ws);
-      if (out) backward_weight(g, p.kernels, x, y, out, scratch);
-      finish(j.out_w, p.out_w, out);
-    }
+    if (bwd_data) finish(j.out_x, p.out_x, ox);
+    if (ow && !fused)
+      run_primitive<T>(api, p, Primitive::kBackwardWeight, Operands<T>{x, nullptr, y, ow}, ws);
+    if (bwd_weight) finish(j.out_w, p.out_w, ow);
     if (j.out_bias) {
       T* out = buffer<T>(j.out_bias, p.out_bias, ws);
       if (out) channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), out);
@@ -225,22 +272,27 @@ aclOpExecutor* make_executor(const char* api, ConvJob job, uint64_t* workspace_s
   plan->job = std::move(job);
   if (plan->job.use_double) plan->job.round = Round::kNone;  // double is always exact
   plan->arena = std::make_shared<tbb::task_arena>(arena_concurrency(plan->job.g));
+  plan->problem.g = plan->job.g;
+  plan->problem.fp64 = plan->job.use_double;
+  plan->problem.slots = plan->arena->max_concurrency();
+  plan->problem.avx512 = gemm::have_avx512();
   if (plan->job.use_double) {
     plan_workspace<double>(*plan);
   } else {
     plan_workspace<float>(*plan);
   }
+  if (verbose()) print_plan(api, *plan);
 
   auto executor = std::make_unique<aclOpExecutor>();
   executor->api = api;
   executor->workspace_bytes = plan->bytes;
   std::shared_ptr<const Plan> shared = std::move(plan);
-  executor->run = [shared](void* workspace) {
+  executor->run = [shared, api](void* workspace) {
     char* ws = static_cast<char*>(workspace);
     if (shared->job.use_double) {
-      execute<double>(*shared, ws);
+      execute<double>(api, *shared, ws);
     } else {
-      execute<float>(*shared, ws);
+      execute<float>(api, *shared, ws);
     }
   };
   *workspace_size = executor->workspace_bytes;

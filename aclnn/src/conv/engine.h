@@ -1,7 +1,7 @@
 // The convolution engine behind all four convolution APIs: a validated ConvJob (regular geometry +
 // operand views, captured by value) becomes an executor whose run() uses only the workspace.
 //
-// Every API maps onto a regular geometry G and the three primitives of kernels.h:
+// Every API maps onto a regular geometry G and the three primitives of algorithm.h:
 //
 //   regular conv          forward:         y  = forward(x = input, w)              (+ bias)
 //                         gradInput:       dx = backward_data(dy = gradOutput, w)

@@ -48,6 +48,16 @@ struct ConvGeometry {
   }
 };
 
+// With unit stride, the data gradient of g is the forward conv of dy by the flipped geometry:
+// dx[c, i] = sum_{o, q} w[o, c, q] * dy[o, i + pb - q*dil]; substituting q' = K-1-q (every kernel
+// dim reversed) gives a regular conv of dy with weight w'[c, o, q'] = w[o, c, K-1-q'], padding
+// pb' = dil*(k-1) - pb (may be negative: the kernels' bounds handle any offset) and output size =
+// the input size.
+ConvGeometry flipped_for_data(const ConvGeometry& g);
+
+// Largest value a GEMM dimension or leading dimension may take (OpenBLAS blasint is 32-bit).
+inline constexpr int64_t kMaxGemmDim = 2147483647;
+
 // floor(a / b) for b > 0 and any sign of a.
 constexpr int64_t floor_div(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);

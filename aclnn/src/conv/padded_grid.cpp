@@ -21,6 +21,20 @@ double grid_waste(const ConvGeometry& g, const PaddedGrid& pg) {
   return cols > 0 ? 1.0 - static_cast<double>(g.out_size()) / cols : 1.0;
 }
 
+int64_t grid_rows_per_task(const ConvGeometry& g, int64_t m, int64_t want) {
+  constexpr int64_t kGridBlockBytes = int64_t{512} << 10;
+  const PaddedGrid pg = padded_grid(g);
+  if (pg.rows <= 0 || m <= 0) return 1;
+  const int64_t by_budget = std::max<int64_t>(1, kGridBlockBytes / (m * pg.Wp * 4));
+  const int64_t by_tasks = (pg.rows + std::max<int64_t>(want, 1) - 1) / std::max<int64_t>(want, 1);
+  return std::clamp<int64_t>(std::min(by_budget, by_tasks), 1, pg.rows);
+}
+
+int64_t grid_scratch(const ConvGeometry& g, int64_t m, int64_t channels, int64_t rows) {
+  const PaddedGrid pg = padded_grid(g);
+  return (m * rows + channels * band_rows(g, pg, rows)) * pg.Wp;
+}
+
 int64_t band_rows(const ConvGeometry& g, const PaddedGrid& pg, int64_t out_rows) {
   // Output grid row r reads grid rows r + kd*dil0*Hp + kh*dil1 and, from its last columns (which
   // are dropped), up to dil2*(k2-1) <= Wp floats into the row after that.

@@ -33,6 +33,15 @@ PaddedGrid padded_grid(const ConvGeometry& g);
 // Fraction of the grid's columns that are not output positions.
 double grid_waste(const ConvGeometry& g, const PaddedGrid& pg);
 
+// Grid rows per task for a forward-form pass of `m` output channels over the grid: the task's
+// result block (m x rows x Wp floats) stays around half of L2, and there are about `want` tasks
+// per (sample, group). Unit stride only.
+int64_t grid_rows_per_task(const ConvGeometry& g, int64_t m, int64_t want);
+
+// Per-slot scratch of a grid task: its m x rows x Wp result (or dy) block and the band of
+// `channels` padded input channels it reads.
+int64_t grid_scratch(const ConvGeometry& g, int64_t m, int64_t channels, int64_t rows);
+
 // Padded rows a band needs for `out_rows` output grid rows: the kernel's reach down the rows
 // (and planes), plus one row for the last grid columns' reads past their row (dropped columns).
 int64_t band_rows(const ConvGeometry& g, const PaddedGrid& pg, int64_t out_rows);

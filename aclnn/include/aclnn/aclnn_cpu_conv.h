@@ -1,0 +1,35 @@
+/* CPU-only diagnostics of libaclnn's convolution engine (not part of CANN; nothing here changes a
+ * computation). The engine picks one named algorithm per primitive in phase 1; two environment
+ * variables, read at every phase 1, expose that choice:
+ *
+ *   ACLNN_CPU_VERBOSE=1                one line per primitive on stderr at phase 1
+ *                                      ("aclnn_cpu_verbose,plan,<api>,<primitive>,<algorithm>,
+ *                                      <geometry>,threads=..,workspace=..,<reason>") and at phase 2
+ *                                      ("aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms>")
+ *   ACLNN_CPU_CONV_ALGO=name[,name..]  forces the named algorithms wherever they can compute the
+ *                                      problem (cost rules lifted), e.g. to test or compare them
+ *
+ * The functions below list the registered algorithms (plus "tbc_gemm", the time-major 1-d path
+ * that serves all three primitives at once). */
+#ifndef ACLNN_ACLNN_CPU_CONV_H_
+#define ACLNN_ACLNN_CPU_CONV_H_
+
+#include "acl/acl_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of registered convolution algorithms. */
+ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmCount(void);
+/* Name of algorithm `index` (0 <= index < count), e.g. "grid_direct"; NULL out of range. */
+ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index);
+/* Its primitive: "forward", "backward_data", "backward_weight" or "all" (tbc_gemm); NULL out of
+ * range. */
+ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACLNN_ACLNN_CPU_CONV_H_ */

@@ -1,0 +1,82 @@
+// col2im_gemm: the general data gradient, for every geometry and dtype, as the adjoint of the
+// forward lowering. Tasks own (sample, group, input-channel block)s, so the scatter needs no
+// locking:
+//
+//   dx[n, g, c-block] = col2im(w[g][:, c-block]^T (cb*K x Cog) * dy[n, g] (Cog x S_out))
+//
+// computed a chunk of columns at a time into the task's scratch. With our fp32 GEMM and one
+// channel block per group, w[g]^T is packed once per call into the shared scratch (packing it from
+// the transposed view per (sample, chunk) reads one cache line per element group: ~7% of a
+// stride-2 layer's time).
+#include <cstring>
+#include <type_traits>
+
+#include "conv/algo_support.h"
+#include "conv/algorithms.h"
+#include "conv/im2col.h"
+#include "gemm/sgemm.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+Fit plan(const Problem& p) {
+  Fit f;
+  f.applies = f.preferred = true;
+  f.reason = "general lowering (GEMM into column chunks, scattered back)";
+  const ConvGeometry& g = p.g;
+  const int64_t K = g.k_size(), Cig = g.cin_g();
+  f.b.pack_elems = p.own_gemm() ? gemm::pack_elems() : 0;
+  f.b.cblock = block_size(Cig, pieces_wanted(p));
+  f.b.cols = chunk_columns(f.b.cblock * K, g.out_size(), p.fp64 ? 8 : 4, 1);
+  f.b.slot_elems = f.b.cblock * K * f.b.cols;
+  if (f.b.pack_elems > 0 && f.b.cblock == Cig)  // w^T of every group packed once
+    f.b.shared_elems = g.groups * gemm::packed_a_elems(g.col_rows(), g.cout_g());
+  return f;
+}
+
+template <typename T>
+void run(const Problem& p, const Blocking& b, const Operands<T>& o) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows(), K = g.k_size();
+  const int64_t S_in = g.in_size(), S_out = g.out_size(), blocks = ceil_div(Cig, b.cblock);
+  const bool packed_w = std::is_same_v<T, float> && b.shared_elems > 0;
+  const int64_t wpack_g = packed_w ? gemm::packed_a_elems(rows, Cog) : 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (packed_w)
+      for_tasks(g.groups, [&](int64_t grp) {
+        gemm::pack_a_once(rows, Cog, gemm::Mat{o.w + grp * Cog * rows, 1, rows},
+                          o.shared + grp * wpack_g);
+      });
+  }
+  for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
+    const int64_t blk = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
+    const int64_t c0 = blk * b.cblock, nc = std::min(Cig, c0 + b.cblock) - c0;
+    const T* dyg = o.y + (n * g.C_out + grp * Cog) * S_out;
+    const T* wg = o.w + grp * Cog * rows + c0 * K;  // columns c0*K.. of w[g] (ld rows)
+    T* dxg = o.out + (n * g.C_in + grp * Cig + c0) * S_in;
+    T* col = slot_scratch(p, b, o);  // [nc*K, cols]
+    T* pk = pack_scratch(p, b, o);
+    std::memset(dxg, 0, static_cast<size_t>(nc * S_in) * sizeof(T));
+    for (int64_t j0 = 0; j0 < S_out; j0 += b.cols) {
+      const int64_t j1 = std::min(S_out, j0 + b.cols);
+      if constexpr (std::is_same_v<T, float>) {
+        if (packed_w) {  // the whole group's w^T, packed above (nc == Cig)
+          const gemm::Mat bm{dyg + j0, S_out, 1};
+          gemm::sgemm_avx512_packed(rows, j1 - j0, Cog, o.shared + grp * wpack_g, nullptr, &bm,
+                                    nullptr, false, col, j1 - j0, pk);
+          col2im(g, col, nc, j0, j1, dxg);
+          continue;
+        }
+      }
+      gemm(true, false, nc * K, j1 - j0, Cog, wg, rows, dyg + j0, S_out, T(0), col, j1 - j0, pk);
+      col2im(g, col, nc, j0, j1, dxg);
+    }
+  });
+}
+
+}  // namespace
+
+const Algorithm kCol2imGemmData{"col2im_gemm", Primitive::kBackwardData, plan, run<float>,
+                                run<double>};
+
+}  // namespace aclnn_cpu::conv

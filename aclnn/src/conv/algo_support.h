@@ -1,0 +1,104 @@
+// What the algorithm implementations (conv/algo_*.cpp) share: task running and per-thread
+// scratch, the GEMM wrappers, work-split helpers and the weight-gradient batch ranges.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include "conv/algorithm.h"
+
+namespace aclnn_cpu::conv {
+
+// The scratch slot of the calling thread (tasks run only inside the plan's task arena).
+int current_slot(int slots);
+
+// Runs body(task) for task in [0, count) as oneTBB tasks.
+template <typename Body>
+void for_tasks(int64_t count, Body&& body) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, 1),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t t = r.begin(); t != r.end(); ++t) body(t);
+                    });
+}
+
+// The calling thread's GEMM packing scratch (null: the GEMMs run on OpenBLAS) and its other
+// scratch (Blocking::slot_elems elements).
+template <typename T>
+T* pack_scratch(const Problem& p, const Blocking& b, const Operands<T>& o) {
+  return b.pack_elems > 0 ? o.slots + current_slot(p.slots) * slot_stride<T>(b) : nullptr;
+}
+template <typename T>
+T* slot_scratch(const Problem& p, const Blocking& b, const Operands<T>& o) {
+  return o.slots + current_slot(p.slots) * slot_stride<T>(b) + b.pack_elems;
+}
+
+// Row-major C[M, N] = op(A)[M, K] * op(B)[K, N] + beta * C (beta 0 or 1); K == 0 means
+// op(A)*op(B) is zero. fp32 runs our packed AVX-512 GEMM with `pack` (OpenBLAS when null); fp64
+// runs OpenBLAS. The transposes are strided views, never copies.
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float beta, float* C, int64_t ldc, float* pack);
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
+          const double* B, int64_t ldb, double beta, double* C, int64_t ldc, double* pack);
+
+// Sets OpenBLAS to one thread, once per process: parallelism belongs to oneTBB, and OpenBLAS's
+// own pool started from inside TBB tasks would oversubscribe the cores.
+void init_blas_threads();
+
+// (sample, group) pairs, and how many pieces each should be cut into so that every thread gets
+// several tasks.
+inline int64_t pieces_wanted(const Problem& p) {
+  const int64_t items = std::max<int64_t>(1, p.g.N * p.g.groups);
+  return ceil_div(4 * p.slots, items);
+}
+// Splits `total` items into at most `want` equal blocks (rounded up); returns the block size.
+inline int64_t block_size(int64_t total, int64_t want) {
+  if (total <= 0) return 1;
+  return ceil_div(total, std::clamp<int64_t>(want, 1, total));
+}
+// Columns per chunk of a column matrix with `rows` rows: about 2 MiB per thread, at least 16
+// (unless the matrix is narrower), at most total / want (rounded up).
+int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t want);
+inline bool unit_stride(const ConvGeometry& g) {
+  return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
+}
+
+// backward_weight with GEMMs: input channels per task, enough blocks for 2 tasks per thread; in
+// fp32 among the sizes that still do that, the one wasting the least of the GEMM's last 48-column
+// panel (its N is channels x K: 3x3x3 kernels, 16 channels = 432 = 9 x 48 columns, not 8).
+int64_t gemm_weight_cblock(const Problem& p);
+// backward_weight: sets b.cblock and the batch ranges that then give every thread work
+// (b.ranges, b.partial_elems).
+void plan_weight_split(const Problem& p, int64_t elem_bytes, int64_t cblock, Blocking& b);
+
+// Runs body(n0, n1, grp, c0, nc, dst) for every weight-gradient task (batch range, group, channel
+// block): dst = the [Cog, nc*K] block (row stride Cig*K) of dw (first range) or of its partial,
+// zeroed before the call; then adds the partials to dw in range order.
+template <typename T, typename Body>
+void for_weight_tasks(const Problem& p, const Blocking& b, const Operands<T>& o, Body&& body) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows(), K = g.k_size();
+  const int64_t blocks = ceil_div(std::max<int64_t>(Cig, 1), b.cblock), R = b.ranges;
+  for_tasks(R * g.groups * blocks, [&](int64_t t) {
+    const int64_t blk = t % blocks, rg = t / blocks, grp = rg % g.groups, r = rg / g.groups;
+    const int64_t c0 = blk * b.cblock, nc = std::max<int64_t>(0, std::min(Cig, c0 + b.cblock) - c0);
+    T* dst = (r == 0 ? o.out : o.partials + (r - 1) * b.partial_elems) + grp * Cog * rows + c0 * K;
+    for (int64_t i = 0; i < Cog; ++i) std::fill(dst + i * rows, dst + i * rows + nc * K, T(0));
+    if (nc > 0) body(g.N * r / R, g.N * (r + 1) / R, grp, c0, nc, dst);
+  });
+  if (R <= 1) return;
+  const int64_t total = g.C_out * rows;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 4096),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t e = r.begin(); e != r.end(); ++e) {
+                        T acc = o.out[e];
+                        for (int64_t k = 0; k + 1 < R; ++k)
+                          acc += o.partials[k * b.partial_elems + e];
+                        o.out[e] = acc;
+                      }
+                    });
+}
+
+}  // namespace aclnn_cpu::conv

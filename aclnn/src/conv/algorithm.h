@@ -1,0 +1,124 @@
+// The convolution algorithm registry: for each primitive of a regular ConvGeometry, a list of
+// named algorithms in order of preference, and the one planner that picks one per call in phase 1.
+//
+//   forward          y  [N, C_out, S_out] = conv(x [N, C_in, S_in], w [C_out, Cig*K])
+//   backward_data    dx [N, C_in,  S_in]  = dL/dx given dy [N, C_out, S_out] and w
+//   backward_weight  dw [C_out, Cig*K]    = dL/dw given x and dy
+//
+// An algorithm is one unit (oneDNN's one-primitive-per-implementation is the model): `plan` says
+// whether it can compute a problem at all (correctness), whether its cost rules prefer it, and how
+// it would split the work and how much scratch it needs; `run` computes it, inside the executor's
+// task arena, using only that scratch. The planner takes the first applicable and preferred
+// algorithm of the list; ACLNN_CPU_CONV_ALGO=name[,name...] forces the named ones wherever they
+// apply (lifting cost rules, so every path can be tested on small problems), and
+// ACLNN_CPU_VERBOSE=1 prints each choice, its reason, its workspace and, in phase 2, its time
+// (one line per primitive on stderr, like DNNL_VERBOSE).
+//
+// Threading (all algorithms): work is split into independent oneTBB tasks; each task indexes its
+// scratch by tbb::this_task_arena::current_thread_index(), so `run` must execute inside an arena
+// whose concurrency equals Problem::slots. Results are deterministic for a given plan: every
+// output element is produced by one task in a fixed order, and weight-gradient partial sums over
+// batch ranges are added in range order.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "conv/geometry.h"
+
+namespace aclnn_cpu::conv {
+
+enum class Primitive { kForward = 0, kBackwardData = 1, kBackwardWeight = 2 };
+inline constexpr int kPrimitiveCount = 3;
+const char* primitive_name(Primitive p);
+
+// What an algorithm is asked to compute.
+struct Problem {
+  ConvGeometry g;       // the regular geometry (backward_data: the conv whose dx it is)
+  bool fp64 = false;    // compute in double (else float)
+  int slots = 1;        // threads of the executor's arena = scratch slots
+  bool avx512 = false;  // our AVX-512 kernels may run (gemm::have_avx512())
+  bool forced = false;  // chosen by ACLNN_CPU_CONV_ALGO: cost rules and size thresholds lifted
+
+  // Multiply-adds of one pass (every primitive has the same count).
+  double macs() const {
+    return static_cast<double>(g.N) * g.C_out * g.out_size() * g.cin_g() * g.k_size();
+  }
+  // Our packed fp32 GEMM (its packing scratch pays off above ~4M multiply-adds; forced: always).
+  bool own_gemm() const { return !fp64 && avx512 && (forced || macs() >= double(1 << 22)); }
+};
+
+// How an algorithm splits one problem, decided in phase 1. The fields an algorithm does not use
+// keep their defaults.
+struct Blocking {
+  int64_t cols = 1;           // output positions per task, or per GEMM step
+  int64_t cblock = 1;         // channels per task
+  int64_t rows = 0;           // padded-grid rows per task / per reduction chunk
+  int64_t ranges = 1;         // backward_weight: batch ranges summed through partials
+  int64_t pack_elems = 0;     // per slot: GEMM packing scratch (gemm/sgemm.h), 0 = OpenBLAS
+  int64_t slot_elems = 0;     // per slot: other scratch (column chunks, grid bands, tiles)
+  int64_t shared_elems = 0;   // shared by all tasks: packed or flipped weights
+  int64_t partial_elems = 0;  // one weight-gradient partial (ranges - 1 of them)
+};
+
+// Scratch and operands of one run. Inputs are dense (contiguous) T buffers.
+template <typename T>
+struct Operands {
+  const T* x = nullptr;   // forward, backward_weight
+  const T* w = nullptr;   // forward, backward_data
+  const T* y = nullptr;   // dy: backward_data, backward_weight
+  T* out = nullptr;       // y, dx or dw
+  T* slots = nullptr;     // slots * (pack_elems + slot_elems): slot s at s * slot_stride()
+  T* shared = nullptr;    // shared_elems
+  T* partials = nullptr;  // (ranges - 1) * partial_elems
+};
+
+// An algorithm's answer in phase 1.
+struct Fit {
+  bool applies = false;    // it computes this problem exactly (false: `reason` says why not)
+  bool preferred = false;  // its cost rules choose it (ignored when forced)
+  std::string reason;      // why it does not apply, or why it is (not) preferred
+  Blocking b;
+};
+
+struct Algorithm {
+  const char* name;
+  Primitive primitive;
+  Fit (*plan)(const Problem&);
+  void (*run_f32)(const Problem&, const Blocking&, const Operands<float>&);
+  void (*run_f64)(const Problem&, const Blocking&, const Operands<double>&);  // null: fp32 only
+};
+
+// Every registered algorithm of `p`, in order of preference.
+std::span<const Algorithm* const> algorithms(Primitive p);
+// Every registered algorithm (all primitives).
+std::span<const Algorithm* const> all_algorithms();
+
+// The planner's pick for one primitive.
+struct Choice {
+  const Algorithm* algo = nullptr;
+  Blocking b;
+  std::string why;  // for ACLNN_CPU_VERBOSE: why this one (and why not the ones before it)
+};
+
+// Picks the algorithm for primitive `prim` of `problem` (problem.forced is set when the choice
+// comes from ACLNN_CPU_CONV_ALGO). Never fails: the last algorithm of every list applies to
+// every geometry and dtype.
+Choice choose_algorithm(Primitive prim, Problem problem);
+
+// Whether ACLNN_CPU_CONV_ALGO names `name` (read at every phase 1).
+bool algorithm_forced(const char* name);
+// Whether ACLNN_CPU_CONV_ALGO is set (to anything).
+bool any_algorithm_forced();
+// Whether ACLNN_CPU_VERBOSE asks for the plan and time lines.
+bool verbose();
+
+// Scratch stride of one slot (pack_elems + slot_elems, rounded to a 64-byte multiple).
+template <typename T>
+inline int64_t slot_stride(const Blocking& b) {
+  const int64_t per_line = 64 / static_cast<int64_t>(sizeof(T));
+  return (b.pack_elems + b.slot_elems + per_line - 1) / per_line * per_line;
+}
+
+}  // namespace aclnn_cpu::conv

@@ -1,0 +1,31 @@
+// The registered convolution algorithms (each defined in its conv/algo_*.cpp); planner.cpp lists
+// them per primitive in order of preference.
+#pragma once
+
+#include "conv/algorithm.h"
+
+namespace aclnn_cpu::conv {
+
+// forward
+extern const Algorithm kDepthwiseForward;     // algo_depthwise.cpp
+extern const Algorithm kPointwiseForward;     // algo_pointwise.cpp
+extern const Algorithm kGridGemmForward;      // algo_grid_gemm.cpp
+extern const Algorithm kImplicitGemmForward;  // algo_implicit_gemm.cpp
+extern const Algorithm kIm2colGemmForward;    // algo_im2col_gemm.cpp
+
+// backward_data
+extern const Algorithm kDepthwiseData;
+extern const Algorithm kPointwiseData;
+extern const Algorithm kFlipGridGemmData;  // flipped geometry (unit stride)
+extern const Algorithm kFlipImplicitGemmData;
+extern const Algorithm kFlipIm2colGemmData;
+extern const Algorithm kCol2imGemmData;  // algo_col2im_gemm.cpp
+
+// backward_weight
+extern const Algorithm kDepthwiseWeight;
+extern const Algorithm kPointwiseWeight;
+extern const Algorithm kGridGemmWeight;
+extern const Algorithm kImplicitGemmWeight;
+extern const Algorithm kIm2colGemmWeight;
+
+}  // namespace aclnn_cpu::conv

@@ -1,0 +1,130 @@
+// The registry lists and the planner of algorithm.h.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "conv/algorithm.h"
+#include "aclnn/aclnn_cpu_conv.h"
+#include "conv/algorithms.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+// In order of preference: the specialised direct kernels first, the general lowerings last (the
+// last of each list applies to every geometry and dtype).
+const Algorithm* const kForward[] = {&kDepthwiseForward, &kPointwiseForward, &kGridGemmForward,
+                                     &kImplicitGemmForward, &kIm2colGemmForward};
+const Algorithm* const kData[] = {&kDepthwiseData,        &kPointwiseData,      &kFlipGridGemmData,
+                                  &kFlipImplicitGemmData, &kFlipIm2colGemmData, &kCol2imGemmData};
+const Algorithm* const kWeight[] = {&kDepthwiseWeight, &kPointwiseWeight, &kGridGemmWeight,
+                                    &kImplicitGemmWeight, &kIm2colGemmWeight};
+const Algorithm* const kAll[] = {
+    &kDepthwiseForward,     &kPointwiseForward,   &kGridGemmForward,    &kImplicitGemmForward,
+    &kIm2colGemmForward,    &kDepthwiseData,      &kPointwiseData,      &kFlipGridGemmData,
+    &kFlipImplicitGemmData, &kFlipIm2colGemmData, &kCol2imGemmData,     &kDepthwiseWeight,
+    &kPointwiseWeight,      &kGridGemmWeight,     &kImplicitGemmWeight, &kIm2colGemmWeight};
+
+// The comma-separated names of ACLNN_CPU_CONV_ALGO, or empty.
+std::string_view forced_list() {
+  const char* env = std::getenv("ACLNN_CPU_CONV_ALGO");
+  return env ? std::string_view(env) : std::string_view();
+}
+
+}  // namespace
+
+const char* primitive_name(Primitive p) {
+  switch (p) {
+    case Primitive::kForward:
+      return "forward";
+    case Primitive::kBackwardData:
+      return "backward_data";
+    case Primitive::kBackwardWeight:
+      return "backward_weight";
+  }
+  return "?";
+}
+
+std::span<const Algorithm* const> algorithms(Primitive p) {
+  switch (p) {
+    case Primitive::kForward:
+      return kForward;
+    case Primitive::kBackwardData:
+      return kData;
+    case Primitive::kBackwardWeight:
+      return kWeight;
+  }
+  return {};
+}
+
+std::span<const Algorithm* const> all_algorithms() {
+  return kAll;
+}
+
+bool algorithm_forced(const char* name) {
+  std::string_view list = forced_list();
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (list.substr(0, comma) == name) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+bool any_algorithm_forced() {
+  return !forced_list().empty();
+}
+
+bool verbose() {
+  const char* env = std::getenv("ACLNN_CPU_VERBOSE");
+  return env && env[0] != '\0' && std::strcmp(env, "0") != 0;
+}
+
+Choice choose_algorithm(Primitive prim, Problem problem) {
+  const auto list = algorithms(prim);
+  // A forced algorithm wins wherever it applies (its cost rules lifted).
+  for (const Algorithm* a : list) {
+    if (!algorithm_forced(a->name)) continue;
+    Problem forced = problem;
+    forced.forced = true;
+    Fit fit = a->plan(forced);
+    if (fit.applies && (!problem.fp64 || a->run_f64))
+      return Choice{a, fit.b, "forced by ACLNN_CPU_CONV_ALGO"};
+  }
+  std::string skipped;
+  for (const Algorithm* a : list) {
+    Fit fit = a->plan(problem);
+    if (fit.applies && fit.preferred && (!problem.fp64 || a->run_f64))
+      return Choice{a, fit.b, fit.reason + (skipped.empty() ? "" : " (not: " + skipped + ")")};
+    skipped += (skipped.empty() ? "" : "; ") + std::string(a->name) + ": " + fit.reason;
+  }
+  // Unreachable: the last algorithm of every list applies to everything.
+  const Algorithm* last = list.back();
+  return Choice{last, last->plan(problem).b, "fallback"};
+}
+
+}  // namespace aclnn_cpu::conv
+
+// The diagnostics of aclnn/aclnn_cpu_conv.h.
+extern "C" {
+
+ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmCount(void) {
+  return static_cast<int>(aclnn_cpu::conv::all_algorithms().size()) + 1;
+}
+
+ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index) {
+  const auto all = aclnn_cpu::conv::all_algorithms();
+  if (index < 0 || index > static_cast<int>(all.size())) return nullptr;
+  return index == static_cast<int>(all.size()) ? "tbc_gemm" : all[index]->name;
+}
+
+ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index) {
+  const auto all = aclnn_cpu::conv::all_algorithms();
+  if (index < 0 || index > static_cast<int>(all.size())) return nullptr;
+  return index == static_cast<int>(all.size())
+             ? "all"
+             : aclnn_cpu::conv::primitive_name(all[index]->primitive);
+}
+
+}  // extern "C"

@@ -1,0 +1,135 @@
+// Every registered convolution algorithm, forced with ACLNN_CPU_CONV_ALGO (which lifts its cost
+// rules and size thresholds), on a sweep of geometries it can compute: backward (all outputs, a
+// partial mask, a non-contiguous layout) and forward with bias, against the float64 naive
+// reference. The plan lines of ACLNN_CPU_VERBOSE prove the forced algorithm really ran; an
+// algorithm that never ran on the sweep fails the test, so no path is left to hand-edited
+// thresholds.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "aclnn/aclnn_cpu_conv.h"
+#include "support/conv_case.h"
+#include "support/tbc_case.h"
+
+namespace {
+
+using acltest::ConvCase;
+using acltest::Layout;
+using acltest::MakeGeom;
+
+struct Algo {
+  std::string name, primitive;
+};
+
+void PrintTo(const Algo& a, std::ostream* os) {
+  *os << a.name << " (" << a.primitive << ")";
+}
+
+std::vector<Algo> Registered() {
+  std::vector<Algo> out;
+  for (int i = 0; i < aclnnCpuConvAlgorithmCount(); ++i)
+    out.push_back({aclnnCpuConvAlgorithmName(i), aclnnCpuConvAlgorithmPrimitive(i)});
+  return out;
+}
+
+std::string AlgoName(const ::testing::TestParamInfo<Algo>& info) {
+  return info.param.primitive + "_" + info.param.name;
+}
+
+// Sets an environment variable for a scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+ConvCase Case(const char* label, naive::ConvGeom g, uint64_t seed) {
+  return acltest::MakeCase(g, label, seed);
+}
+
+// Larger than the sweeps' shapes: GEMM blocking edges, several grid row blocks, partial tiles of
+// the direct kernels (channel counts not multiples of 8, 12 or 16), 3d, dilation, groups.
+std::vector<ConvCase> SizedCases() {
+  return {
+      Case("edges3x3", MakeGeom({2, 20, 19, 23}, {35, 20, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), 3),
+      Case("stride2", MakeGeom({2, 12, 17, 15}, {20, 12, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1), 4),
+      Case("dilated", MakeGeom({1, 16, 21, 20}, {24, 16, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1), 5),
+      Case("grouped", MakeGeom({2, 24, 14, 13}, {36, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3), 6),
+      Case("conv3d",
+           MakeGeom({1, 8, 6, 9, 10}, {12, 8, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1), 7),
+      Case("conv1d", MakeGeom({2, 16, 70}, {18, 16, 5}, {1}, {2}, {1}, 1), 8),
+      Case("wide_pad", MakeGeom({1, 9, 12, 11}, {17, 9, 3, 3}, {1, 1}, {3, 3}, {1, 1}, 1), 9),
+      Case("transposed",
+           MakeGeom({2, 16, 9, 8}, {16, 12, 4, 4}, {2, 2}, {1, 1}, {1, 1}, 1, true, {0, 0}), 10),
+      Case("pointwise", MakeGeom({2, 40, 9, 11}, {24, 40, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), 11),
+      Case("depthwise", MakeGeom({2, 12, 15, 14}, {24, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 12), 12),
+  };
+}
+
+std::vector<ConvCase> Sweep() {
+  std::vector<ConvCase> cases = acltest::RepresentativeCases();
+  for (ConvCase& c : SizedCases()) cases.push_back(c);
+  return cases;
+}
+
+class ConvAlgorithm : public ::testing::TestWithParam<Algo> {};
+
+TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
+  const Algo& a = GetParam();
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", a.name);
+  ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  ::testing::internal::CaptureStderr();
+  if (a.name == "tbc_gemm") {  // the time-major path serves all three primitives of ConvTbc
+    for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+      EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{9, 3, 5, 7, 3, 1}, layout}));
+      EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{8, 2, 6, 4, 2, 0}, layout}));
+    }
+  }
+  for (ConvCase c : Sweep()) {
+    EXPECT_TRUE(acltest::CheckConvBackward(c));
+    EXPECT_TRUE(acltest::CheckConvForward(c));
+    c.mask = {true, false, true};
+    EXPECT_TRUE(acltest::CheckConvBackward(c));
+    c.mask = {true, true, true};
+    c.layout = Layout::kPadded;
+    EXPECT_TRUE(acltest::CheckConvBackward(c));
+    c.layout = Layout::kContiguous;
+    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_DOUBLE;  // algorithms without fp64 are skipped
+    EXPECT_TRUE(acltest::CheckConvBackward(c));
+  }
+  // Plan lines: "aclnn_cpu_verbose,plan,<api>,<primitive>,<algorithm>,...".
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  const std::string ran = (a.primitive == "all" ? "" : "," + a.primitive) + "," + a.name + ",";
+  int count = 0;
+  for (size_t at = 0; at < log.size();) {
+    const size_t end = std::min(log.find('\n', at), log.size());
+    const std::string line = log.substr(at, end - at);
+    count += line.rfind("aclnn_cpu_verbose,plan,", 0) == 0 && line.find(ran) != std::string::npos;
+    at = end + 1;
+  }
+  EXPECT_GT(count, 0) << a.name << " (" << a.primitive << ") never ran on the sweep";
+}
+
+INSTANTIATE_TEST_SUITE_P(Conv, ConvAlgorithm, ::testing::ValuesIn(Registered()), AlgoName);
+
+TEST(ConvAlgorithmRegistry, NamesAreListedOnceEach) {
+  const std::vector<Algo> all = Registered();
+  ASSERT_GE(all.size(), 2u);
+  for (size_t i = 0; i < all.size(); ++i)
+    for (size_t j = i + 1; j < all.size(); ++j)
+      EXPECT_FALSE(all[i].name == all[j].name && all[i].primitive == all[j].primitive)
+          << all[i].name << " is registered twice for " << all[i].primitive;
+  EXPECT_EQ(aclnnCpuConvAlgorithmName(-1), nullptr);
+  EXPECT_EQ(aclnnCpuConvAlgorithmName(aclnnCpuConvAlgorithmCount()), nullptr);
+  EXPECT_EQ(aclnnCpuConvAlgorithmPrimitive(aclnnCpuConvAlgorithmCount()), nullptr);
+}
+
+}  // namespace
