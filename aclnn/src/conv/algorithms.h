@@ -9,6 +9,7 @@ namespace aclnn_cpu::conv {
 // forward
 extern const Algorithm kDepthwiseForward;     // algo_depthwise.cpp
 extern const Algorithm kPointwiseForward;     // algo_pointwise.cpp
+extern const Algorithm kGridDirectForward;    // algo_grid_direct.cpp
 extern const Algorithm kGridGemmForward;      // algo_grid_gemm.cpp
 extern const Algorithm kImplicitGemmForward;  // algo_implicit_gemm.cpp
 extern const Algorithm kIm2colGemmForward;    // algo_im2col_gemm.cpp
@@ -16,7 +17,8 @@ extern const Algorithm kIm2colGemmForward;    // algo_im2col_gemm.cpp
 // backward_data
 extern const Algorithm kDepthwiseData;
 extern const Algorithm kPointwiseData;
-extern const Algorithm kFlipGridGemmData;  // flipped geometry (unit stride)
+extern const Algorithm kFlipGridDirectData;  // algo_flipped.cpp: forward algorithms on the
+extern const Algorithm kFlipGridGemmData;    // flipped geometry (unit stride)
 extern const Algorithm kFlipImplicitGemmData;
 extern const Algorithm kFlipIm2colGemmData;
 extern const Algorithm kCol2imGemmData;  // algo_col2im_gemm.cpp
@@ -24,6 +26,7 @@ extern const Algorithm kCol2imGemmData;  // algo_col2im_gemm.cpp
 // backward_weight
 extern const Algorithm kDepthwiseWeight;
 extern const Algorithm kPointwiseWeight;
+extern const Algorithm kGridDirectWeight;
 extern const Algorithm kGridGemmWeight;
 extern const Algorithm kImplicitGemmWeight;
 extern const Algorithm kIm2colGemmWeight;

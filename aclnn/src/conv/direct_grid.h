@@ -1,0 +1,63 @@
+// Direct fp32 convolution kernels on the padded grid (padded_grid.h): no im2col, no packing.
+//
+// On the grid every kernel tap is a plain shift of the padded input, so with the band of a task
+// (channel c at band + c * plane) and the tap offsets off[t] = (kd*dil0*Hp + kh*dil1)*Wp + kw*dil2:
+//
+//   forward  out[o][j]   = sum_{c < C, t < T} w[o][c][t] * band[c * plane + j + off[t]]
+//   weight   dw[o][c][t] += sum_{j < n}       dy[o][j]   * band[c * plane + j + off[t]]
+//
+// for grid columns j (output positions, the grid's extra columns included). The forward holds a
+// register tile of 8 output channels x 48 columns (24 zmm accumulators) and walks (c, t): each step
+// loads 3 vectors of the band straight from memory and broadcasts 8 weights, 24 FMAs for 11 loads,
+// the same balance as the GEMM micro-kernel but with no B panel to pack (the GEMM path packs K
+// copies of every input element per output-channel block). Channels are taken in chunks whose band
+// window stays in L1 while all output blocks read it.
+//
+// The weight gradient runs on channels-last copies of the band and of dy (oneDNN's orientation):
+// its register tile is 32 output channels (2 vectors) x 12 input channels of one tap, and each
+// position costs 2 vector loads of dy and 12 broadcasts of x for 24 FMAs. The accumulators are
+// the weight gradient itself, so nothing is summed across lanes.
+//
+// The data gradient of a unit-stride conv is the forward of dy with the flipped weights
+// (flipped_for_data), so it runs the forward kernel too.
+//
+// AVX-512 only (direct_grid_avx512.cpp): call after gemm::have_avx512().
+#pragma once
+
+#include <cstdint>
+
+namespace aclnn_cpu::conv {
+
+// Output channels per forward register tile; packed weights come in blocks of this many.
+inline constexpr int64_t kDirectOcBlock = 8;
+
+// Floats of the packed forward weights of m output channels x C channels x T taps.
+inline int64_t direct_packed_w_elems(int64_t m, int64_t C, int64_t T) {
+  return (m + kDirectOcBlock - 1) / kDirectOcBlock * kDirectOcBlock * C * T;
+}
+
+// packed[ob][c][t][8] = w[ob*8 + i][c][t] (w row o at w + o * ldw, element (c, t) at c*T + t),
+// zero for rows past m.
+void direct_pack_weights(int64_t m, int64_t C, int64_t T, const float* w, int64_t ldw,
+                         float* packed);
+
+// out[o * ldo + j] = sum_{c, t} w[o][c][t] * x[c * plane + off[t] + j] for o < m, j < n, with the
+// weights packed by direct_pack_weights. Reads x only at the offsets named (masked past n).
+void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
+                                const float* x, int64_t plane, const float* packed, float* out,
+                                int64_t ldo, int64_t c_chunk);
+
+// dwt[(t * C + c) * m16 + o] += sum_{j < L} xt[(j + off[t]) * ldx + c] * dyt[j * ldy + o] for
+// o < m16 (a multiple of 16: dyt is zero past the real output channels), c < C, t < T. xt is the
+// band in channels-last form (position-major, ldx >= C), dyt the output gradient likewise
+// (ldy >= m16); dyt and dwt are 64-byte aligned, ldy a multiple of 16.
+void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                               const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
+                               int64_t L, float* dwt);
+
+// dst[c * ld_dst + r] = src[r * ld_src + c] for c < cols and r < ld_dst (a multiple of 16), zero
+// for r >= rows: rows of src become columns of dst. dst 64-byte aligned.
+void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                             float* dst, int64_t ld_dst);
+
+}  // namespace aclnn_cpu::conv

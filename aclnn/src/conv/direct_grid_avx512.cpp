@@ -1,0 +1,231 @@
+// The direct grid kernels of direct_grid.h, compiled for AVX-512 (reached only after the runtime
+// CPU check). No standard-library template is instantiated inside the target region.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "conv/direct_grid.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "gemm/avx512_util.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+constexpr int kOB = static_cast<int>(kDirectOcBlock);  // forward: output channels per tile
+constexpr int kPV = 3;                                 // forward: 16-column vectors per tile
+constexpr int64_t kTileCols = 16 * kPV;
+constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 output channels)
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+// acc[o][v] = sum_{c, t} w[o][c][t] * x[c * plane + off[t] + 16 v + lane] for OB output channels
+// (the first OB of a packed block of 8) and kPV vectors of columns; `mask[v]` selects the valid
+// lanes of a tail (all ones otherwise).
+template <int OB, bool kTail>
+void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int64_t plane,
+                  const float* w, float* out, int64_t ldo, const __mmask16* mask, bool add) {
+  __m512 acc[OB][kPV];
+#pragma GCC unroll 8
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 8
+    for (int v = 0; v < kPV; ++v)
+      acc[o][v] = !add    ? _mm512_setzero_ps()
+                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + 16 * v)
+                          : _mm512_loadu_ps(out + o * ldo + 16 * v);
+  for (int64_t c = 0; c < C; ++c, x += plane, w += T * kOB) {
+    for (int64_t t = 0; t < T; ++t) {
+      const float* xp = x + off[t];
+      __m512 xv[kPV];
+#pragma GCC unroll 8
+      for (int v = 0; v < kPV; ++v)
+        xv[v] = kTail ? _mm512_maskz_loadu_ps(mask[v], xp + 16 * v) : _mm512_loadu_ps(xp + 16 * v);
+      const float* wt = w + t * kOB;
+#pragma GCC unroll 8
+      for (int o = 0; o < OB; ++o) {
+        const __m512 wv = _mm512_set1_ps(wt[o]);
+#pragma GCC unroll 8
+        for (int v = 0; v < kPV; ++v) acc[o][v] = _mm512_fmadd_ps(wv, xv[v], acc[o][v]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 8
+    for (int v = 0; v < kPV; ++v) {
+      float* dst = out + o * ldo + 16 * v;
+      if (kTail) {
+        _mm512_mask_storeu_ps(dst, mask[v], acc[o][v]);
+      } else {
+        _mm512_storeu_ps(dst, acc[o][v]);
+      }
+    }
+}
+
+template <bool kTail>
+void forward_rows(int rows, int64_t C, int64_t T, const int64_t* off, const float* x, int64_t plane,
+                  const float* w, float* out, int64_t ldo, const __mmask16* mask, bool add) {
+  switch (rows) {
+    case 8:
+      return forward_tile<8, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
+    case 7:
+      return forward_tile<7, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
+    case 6:
+      return forward_tile<6, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
+    case 5:
+      return forward_tile<5, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
+    case 4:
+      return forward_tile<4, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
+    case 3:
+      return forward_tile<3, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
+    case 2:
+      return forward_tile<2, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
+    default:
+      return forward_tile<1, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
+  }
+}
+
+// acc[v][i] = dwt[t][c0 + i][o0 + 16 v ..] += sum_j xt[(j + off) * ldx + c0 + i] * dyt[j][o0 + 16
+// v]: OV vectors of output channels x RC input channels, one tap. Per position: OV vector loads of
+// dy and RC broadcasts of x for OV * RC FMAs; the accumulators stay in registers over the L
+// positions (no reduction across lanes: the lanes are output channels).
+template <int OV, int RC>
+void weight_tile(const float* xt, int64_t ldx, const float* dyt, int64_t ldy, int64_t L, float* dwt,
+                 int64_t ldw) {
+  __m512 acc[OV][RC];
+#pragma GCC unroll 16
+  for (int v = 0; v < OV; ++v)
+#pragma GCC unroll 16
+    for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
+  for (int64_t j = 0; j < L; ++j, xt += ldx, dyt += ldy) {
+    __m512 d[OV];
+#pragma GCC unroll 16
+    for (int v = 0; v < OV; ++v) d[v] = _mm512_load_ps(dyt + 16 * v);
+#pragma GCC unroll 16
+    for (int i = 0; i < RC; ++i) {
+      const __m512 b = _mm512_set1_ps(xt[i]);
+#pragma GCC unroll 16
+      for (int v = 0; v < OV; ++v) acc[v][i] = _mm512_fmadd_ps(d[v], b, acc[v][i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int v = 0; v < OV; ++v)
+#pragma GCC unroll 16
+    for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
+}
+
+template <int OV>
+void weight_channels(int rc, const float* xt, int64_t ldx, const float* dyt, int64_t ldy, int64_t L,
+                     float* dwt, int64_t ldw) {
+  switch (rc) {
+    case 12:
+      return weight_tile<OV, 12>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 11:
+      return weight_tile<OV, 11>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 10:
+      return weight_tile<OV, 10>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 9:
+      return weight_tile<OV, 9>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 8:
+      return weight_tile<OV, 8>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 7:
+      return weight_tile<OV, 7>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 6:
+      return weight_tile<OV, 6>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 5:
+      return weight_tile<OV, 5>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 4:
+      return weight_tile<OV, 4>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 3:
+      return weight_tile<OV, 3>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    case 2:
+      return weight_tile<OV, 2>(xt, ldx, dyt, ldy, L, dwt, ldw);
+    default:
+      return weight_tile<OV, 1>(xt, ldx, dyt, ldy, L, dwt, ldw);
+  }
+}
+
+}  // namespace
+
+void direct_pack_weights(int64_t m, int64_t C, int64_t T, const float* w, int64_t ldw,
+                         float* packed) {
+  for (int64_t o0 = 0; o0 < m; o0 += kOB) {
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t t = 0; t < T; ++t, packed += kOB)
+        for (int64_t i = 0; i < kOB; ++i)
+          packed[i] = o0 + i < m ? w[(o0 + i) * ldw + c * T + t] : 0.0f;
+  }
+}
+
+void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
+                                const float* x, int64_t plane, const float* packed, float* out,
+                                int64_t ldo, int64_t c_chunk) {
+  const __mmask16 full[kPV] = {0xffff, 0xffff, 0xffff};
+  for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {
+    const int64_t cols = min64(kTileCols, n - j0);
+    __mmask16 mask[kPV];
+    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
+    // Channels in chunks whose band window stays in L1 while every output block reads it.
+    for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
+      const int64_t cc = min64(c_chunk, C - c0);
+      for (int64_t o0 = 0; o0 < m; o0 += kOB) {
+        const int rows = static_cast<int>(min64(kOB, m - o0));
+        const float* w = packed + (o0 * C + c0 * kOB) * T;
+        const float* xs = x + c0 * plane + j0;
+        float* dst = out + o0 * ldo + j0;
+        if (cols == kTileCols) {
+          forward_rows<false>(rows, cc, T, off, xs, plane, w, dst, ldo, full, c0 > 0);
+        } else {
+          forward_rows<true>(rows, cc, T, off, xs, plane, w, dst, ldo, mask, c0 > 0);
+        }
+      }
+    }
+  }
+}
+
+void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                               const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
+                               int64_t L, float* dwt) {
+  for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
+    const bool two = o0 + 32 <= m16;
+    for (int64_t c0 = 0; c0 < C; c0 += kWC) {
+      const int rc = static_cast<int>(min64(kWC, C - c0));
+      for (int64_t t = 0; t < T; ++t) {
+        const float* x = xt + off[t] * ldx + c0;
+        float* d = dwt + (t * C + c0) * m16 + o0;
+        if (two) {
+          weight_channels<2>(rc, x, ldx, dyt + o0, ldy, L, d, m16);
+        } else {
+          weight_channels<1>(rc, x, ldx, dyt + o0, ldy, L, d, m16);
+        }
+      }
+    }
+  }
+}
+
+void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                             float* dst, int64_t ld_dst) {
+  for (int64_t r0 = 0; r0 < ld_dst; r0 += 16) {
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+      const __mmask16 cm = gemm::first_lanes(cols - c0);
+      __m512 v[16];
+      for (int i = 0; i < 16; ++i)
+        v[i] = r0 + i < rows ? _mm512_maskz_loadu_ps(cm, src + (r0 + i) * ld_src + c0)
+                             : _mm512_setzero_ps();
+      gemm::transpose16(v);
+      const int64_t n = min64(16, cols - c0);
+      for (int64_t i = 0; i < n; ++i) _mm512_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
+    }
+  }
+}
+
+}  // namespace aclnn_cpu::conv
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
