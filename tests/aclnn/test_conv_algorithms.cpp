@@ -61,6 +61,8 @@ std::vector<ConvCase> SizedCases() {
   return {
       Case("edges3x3", MakeGeom({2, 20, 19, 23}, {35, 20, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), 3),
       Case("stride2", MakeGeom({2, 12, 17, 15}, {20, 12, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1), 4),
+      Case("stride2_wide", MakeGeom({1, 3, 9, 70}, {8, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1), 13),
+      Case("stride3", MakeGeom({1, 5, 10, 40}, {6, 5, 4, 5}, {3, 3}, {1, 2}, {1, 1}, 1), 14),
       Case("dilated", MakeGeom({1, 16, 21, 20}, {24, 16, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1), 5),
       Case("grouped", MakeGeom({2, 24, 14, 13}, {36, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3), 6),
       Case("conv3d",

@@ -74,9 +74,6 @@ void run(const Problem& p, const Blocking& b, const Operands<T>& o) {
 
 }  // namespace
 
-const Algorithm kFlipGridDirectData{"flip_grid_direct", Primitive::kBackwardData,
-                                    plan<kGridDirectForward, false>, run<kGridDirectForward, float>,
-                                    run<kGridDirectForward, double>};
 const Algorithm kFlipGridGemmData{"flip_grid_gemm", Primitive::kBackwardData,
                                   plan<kGridGemmForward, false>, run<kGridGemmForward, float>,
                                   run<kGridGemmForward, double>};

@@ -17,8 +17,9 @@ extern const Algorithm kIm2colGemmForward;    // algo_im2col_gemm.cpp
 // backward_data
 extern const Algorithm kDepthwiseData;
 extern const Algorithm kPointwiseData;
-extern const Algorithm kFlipGridDirectData;  // algo_flipped.cpp: forward algorithms on the
-extern const Algorithm kFlipGridGemmData;    // flipped geometry (unit stride)
+extern const Algorithm kGridDirectData;
+extern const Algorithm kFlipGridGemmData;  // algo_flipped.cpp: forward algorithms on the
+                                           // flipped geometry (unit stride)
 extern const Algorithm kFlipImplicitGemmData;
 extern const Algorithm kFlipIm2colGemmData;
 extern const Algorithm kCol2imGemmData;  // algo_col2im_gemm.cpp

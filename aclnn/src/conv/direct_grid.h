@@ -36,18 +36,19 @@ inline int64_t direct_packed_w_elems(int64_t m, int64_t C, int64_t T) {
   return (m + kDirectOcBlock - 1) / kDirectOcBlock * kDirectOcBlock * C * T;
 }
 
-// packed[ob][c][t][8] = w[ob*8 + i][c][t] (w row o at w + o * ldw, element (c, t) at c*T + t),
-// zero for rows past m.
-void direct_pack_weights(int64_t m, int64_t C, int64_t T, const float* w, int64_t ldw,
-                         float* packed);
+// packed[ob][c][t][8] = w[(ob*8 + i) * so + c * si + q[t]] (the weight of output channel ob*8 + i,
+// input channel c, kernel tap q[t]), zero for output channels past m.
+void direct_pack_weights(int64_t m, int64_t C, int64_t T, const int64_t* q, const float* w,
+                         int64_t so, int64_t si, float* packed);
 
 // out[o * ldo + j] = sum_{c, t} w[o][c][t] * x[c * plane + off[t] + j] for o < m, j < n, with the
 // weights packed by direct_pack_weights. Reads x only at the offsets named (masked past n).
+// `plane` is the channel stride of x; channels are taken c_chunk at a time.
 void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                                 const float* x, int64_t plane, const float* packed, float* out,
                                 int64_t ldo, int64_t c_chunk);
 
-// dwt[(t * C + c) * m16 + o] += sum_{j < L} xt[(j + off[t]) * ldx + c] * dyt[j * ldy + o] for
+// dwt[(t * C + c) * m16 + o] += sum_{j < L} xt[off[t] + j * ldx + c] * dyt[j * ldy + o] for
 // o < m16 (a multiple of 16: dyt is zero past the real output channels), c < C, t < T. xt is the
 // band in channels-last form (position-major, ldx >= C), dyt the output gradient likewise
 // (ldy >= m16); dyt and dwt are 64-byte aligned, ldy a multiple of 16.
@@ -55,9 +56,12 @@ void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t*
                                const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
                                int64_t L, float* dwt);
 
-// dst[c * ld_dst + r] = src[r * ld_src + c] for c < cols and r < ld_dst (a multiple of 16), zero
-// for r >= rows: rows of src become columns of dst. dst 64-byte aligned.
+// dst[c * ld_dst + r] = src[r * ld_src + c] for c < cols and r < width (a multiple of 16), zero
+// for r >= rows: rows of src become columns of dst. dst and ld_dst 64-byte aligned.
 void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
-                             float* dst, int64_t ld_dst);
+                             float* dst, int64_t ld_dst, int64_t width);
+
+// even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n: the two phase planes of a stride-2 row.
+void direct_split2_avx512(const float* src, int64_t n, float* even, float* odd);
 
 }  // namespace aclnn_cpu::conv

@@ -26,39 +26,39 @@ inline int64_t min64(int64_t a, int64_t b) {
 }
 
 // acc[o][v] = sum_{c, t} w[o][c][t] * x[c * plane + off[t] + 16 v + lane] for OB output channels
-// (the first OB of a packed block of 8) and kPV vectors of columns; `mask[v]` selects the valid
-// lanes of a tail (all ones otherwise).
-template <int OB, bool kTail>
+// (the first OB of a packed block of 8) and PV vectors of columns; with kTail, `mask[v]` selects
+// the valid lanes. `add`: start from `out` (a later channel chunk) instead of zero.
+template <int OB, int PV, bool kTail>
 void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int64_t plane,
                   const float* w, float* out, int64_t ldo, const __mmask16* mask, bool add) {
-  __m512 acc[OB][kPV];
+  __m512 acc[OB][PV];
 #pragma GCC unroll 8
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 8
-    for (int v = 0; v < kPV; ++v)
+    for (int v = 0; v < PV; ++v)
       acc[o][v] = !add    ? _mm512_setzero_ps()
                   : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + 16 * v)
                           : _mm512_loadu_ps(out + o * ldo + 16 * v);
   for (int64_t c = 0; c < C; ++c, x += plane, w += T * kOB) {
     for (int64_t t = 0; t < T; ++t) {
       const float* xp = x + off[t];
-      __m512 xv[kPV];
+      __m512 xv[PV];
 #pragma GCC unroll 8
-      for (int v = 0; v < kPV; ++v)
+      for (int v = 0; v < PV; ++v)
         xv[v] = kTail ? _mm512_maskz_loadu_ps(mask[v], xp + 16 * v) : _mm512_loadu_ps(xp + 16 * v);
       const float* wt = w + t * kOB;
 #pragma GCC unroll 8
       for (int o = 0; o < OB; ++o) {
         const __m512 wv = _mm512_set1_ps(wt[o]);
 #pragma GCC unroll 8
-        for (int v = 0; v < kPV; ++v) acc[o][v] = _mm512_fmadd_ps(wv, xv[v], acc[o][v]);
+        for (int v = 0; v < PV; ++v) acc[o][v] = _mm512_fmadd_ps(wv, xv[v], acc[o][v]);
       }
     }
   }
 #pragma GCC unroll 8
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 8
-    for (int v = 0; v < kPV; ++v) {
+    for (int v = 0; v < PV; ++v) {
       float* dst = out + o * ldo + 16 * v;
       if (kTail) {
         _mm512_mask_storeu_ps(dst, mask[v], acc[o][v]);
@@ -68,27 +68,27 @@ void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int6
     }
 }
 
-template <bool kTail>
-void forward_rows(int rows, int64_t C, int64_t T, const int64_t* off, const float* x, int64_t plane,
-                  const float* w, float* out, int64_t ldo, const __mmask16* mask, bool add) {
-  switch (rows) {
-    case 8:
-      return forward_tile<8, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
-    case 7:
-      return forward_tile<7, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
-    case 6:
-      return forward_tile<6, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
-    case 5:
-      return forward_tile<5, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
-    case 4:
-      return forward_tile<4, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
-    case 3:
-      return forward_tile<3, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
-    case 2:
-      return forward_tile<2, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
-    default:
-      return forward_tile<1, kTail>(C, T, off, x, plane, w, out, ldo, mask, add);
-  }
+using ForwardTile = void (*)(int64_t, int64_t, const int64_t*, const float*, int64_t, const float*,
+                             float*, int64_t, const __mmask16*, bool);
+
+// The tile for `rows` (1..8) output channels: full 48-column tiles, and tails of 1-3 vectors (a
+// 14-wide output row does not pay for 48 columns).
+template <int PV, bool kTail>
+constexpr ForwardTile kTiles[kOB + 1] = {nullptr,
+                                         forward_tile<1, PV, kTail>,
+                                         forward_tile<2, PV, kTail>,
+                                         forward_tile<3, PV, kTail>,
+                                         forward_tile<4, PV, kTail>,
+                                         forward_tile<5, PV, kTail>,
+                                         forward_tile<6, PV, kTail>,
+                                         forward_tile<7, PV, kTail>,
+                                         forward_tile<8, PV, kTail>};
+
+ForwardTile forward_tile_for(int rows, int64_t cols) {
+  if (cols >= kTileCols) return kTiles<kPV, false>[rows];
+  if (cols > 32) return kTiles<3, true>[rows];
+  if (cols > 16) return kTiles<2, true>[rows];
+  return kTiles<1, true>[rows];
 }
 
 // acc[v][i] = dwt[t][c0 + i][o0 + 16 v ..] += sum_j xt[(j + off) * ldx + c0 + i] * dyt[j][o0 + 16
@@ -153,20 +153,19 @@ void weight_channels(int rc, const float* xt, int64_t ldx, const float* dyt, int
 
 }  // namespace
 
-void direct_pack_weights(int64_t m, int64_t C, int64_t T, const float* w, int64_t ldw,
-                         float* packed) {
+void direct_pack_weights(int64_t m, int64_t C, int64_t T, const int64_t* q, const float* w,
+                         int64_t so, int64_t si, float* packed) {
   for (int64_t o0 = 0; o0 < m; o0 += kOB) {
     for (int64_t c = 0; c < C; ++c)
       for (int64_t t = 0; t < T; ++t, packed += kOB)
         for (int64_t i = 0; i < kOB; ++i)
-          packed[i] = o0 + i < m ? w[(o0 + i) * ldw + c * T + t] : 0.0f;
+          packed[i] = o0 + i < m ? w[(o0 + i) * so + c * si + q[t]] : 0.0f;
   }
 }
 
 void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                                 const float* x, int64_t plane, const float* packed, float* out,
                                 int64_t ldo, int64_t c_chunk) {
-  const __mmask16 full[kPV] = {0xffff, 0xffff, 0xffff};
   for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {
     const int64_t cols = min64(kTileCols, n - j0);
     __mmask16 mask[kPV];
@@ -176,14 +175,9 @@ void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, cons
       const int64_t cc = min64(c_chunk, C - c0);
       for (int64_t o0 = 0; o0 < m; o0 += kOB) {
         const int rows = static_cast<int>(min64(kOB, m - o0));
-        const float* w = packed + (o0 * C + c0 * kOB) * T;
-        const float* xs = x + c0 * plane + j0;
-        float* dst = out + o0 * ldo + j0;
-        if (cols == kTileCols) {
-          forward_rows<false>(rows, cc, T, off, xs, plane, w, dst, ldo, full, c0 > 0);
-        } else {
-          forward_rows<true>(rows, cc, T, off, xs, plane, w, dst, ldo, mask, c0 > 0);
-        }
+        forward_tile_for(rows, cols)(cc, T, off, x + c0 * plane + j0, plane,
+                                     packed + (o0 * C + c0 * kOB) * T, out + o0 * ldo + j0, ldo,
+                                     mask, c0 > 0);
       }
     }
   }
@@ -192,12 +186,15 @@ void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, cons
 void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                                const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
                                int64_t L, float* dwt) {
+  // Channel tiles of nearly equal size (32 = 11 + 11 + 10, not 12 + 12 + 8): a narrow tile feeds
+  // each dy load to fewer FMAs.
+  const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
   for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
     const bool two = o0 + 32 <= m16;
-    for (int64_t c0 = 0; c0 < C; c0 += kWC) {
-      const int rc = static_cast<int>(min64(kWC, C - c0));
+    for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
+      const int rc = static_cast<int>(base + (i < wide));
       for (int64_t t = 0; t < T; ++t) {
-        const float* x = xt + off[t] * ldx + c0;
+        const float* x = xt + off[t] + c0;
         float* d = dwt + (t * C + c0) * m16 + o0;
         if (two) {
           weight_channels<2>(rc, x, ldx, dyt + o0, ldy, L, d, m16);
@@ -205,13 +202,14 @@ void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t*
           weight_channels<1>(rc, x, ldx, dyt + o0, ldy, L, d, m16);
         }
       }
+      c0 += rc;
     }
   }
 }
 
 void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
-                             float* dst, int64_t ld_dst) {
-  for (int64_t r0 = 0; r0 < ld_dst; r0 += 16) {
+                             float* dst, int64_t ld_dst, int64_t width) {
+  for (int64_t r0 = 0; r0 < width; r0 += 16) {
     for (int64_t c0 = 0; c0 < cols; c0 += 16) {
       const __mmask16 cm = gemm::first_lanes(cols - c0);
       __m512 v[16];
@@ -222,6 +220,22 @@ void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int
       const int64_t n = min64(16, cols - c0);
       for (int64_t i = 0; i < n; ++i) _mm512_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
     }
+  }
+}
+
+void direct_split2_avx512(const float* src, int64_t n, float* even, float* odd) {
+  const __m512i even_idx =
+      _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd_idx =
+      _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t k = min64(16, n - i);
+    const __mmask16 lo = gemm::first_lanes(2 * k), hi = gemm::first_lanes(2 * k - 16);
+    const __m512 a = _mm512_maskz_loadu_ps(lo, src + 2 * i);
+    const __m512 b = _mm512_maskz_loadu_ps(hi, src + 2 * i + 16);
+    const __mmask16 m = gemm::first_lanes(k);
+    _mm512_mask_storeu_ps(even + i, m, _mm512_permutex2var_ps(a, even_idx, b));
+    _mm512_mask_storeu_ps(odd + i, m, _mm512_permutex2var_ps(a, odd_idx, b));
   }
 }
 

@@ -16,7 +16,7 @@ namespace {
 const Algorithm* const kForward[] = {&kDepthwiseForward,    &kPointwiseForward,
                                      &kGridDirectForward,   &kGridGemmForward,
                                      &kImplicitGemmForward, &kIm2colGemmForward};
-const Algorithm* const kData[] = {&kDepthwiseData,    &kPointwiseData,        &kFlipGridDirectData,
+const Algorithm* const kData[] = {&kDepthwiseData,    &kPointwiseData,        &kGridDirectData,
                                   &kFlipGridGemmData, &kFlipImplicitGemmData, &kFlipIm2colGemmData,
                                   &kCol2imGemmData};
 const Algorithm* const kWeight[] = {&kDepthwiseWeight, &kPointwiseWeight,    &kGridDirectWeight,
@@ -24,7 +24,7 @@ const Algorithm* const kWeight[] = {&kDepthwiseWeight, &kPointwiseWeight,    &kG
 const Algorithm* const kAll[] = {
     &kDepthwiseForward,    &kPointwiseForward,   &kGridDirectForward,    &kGridGemmForward,
     &kImplicitGemmForward, &kIm2colGemmForward,  &kDepthwiseData,        &kPointwiseData,
-    &kFlipGridDirectData,  &kFlipGridGemmData,   &kFlipImplicitGemmData, &kFlipIm2colGemmData,
+    &kGridDirectData,      &kFlipGridGemmData,   &kFlipImplicitGemmData, &kFlipIm2colGemmData,
     &kCol2imGemmData,      &kDepthwiseWeight,    &kPointwiseWeight,      &kGridDirectWeight,
     &kGridGemmWeight,      &kImplicitGemmWeight, &kIm2colGemmWeight};
 

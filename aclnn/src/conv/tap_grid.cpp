@@ -1,0 +1,262 @@
+#include "conv/tap_grid.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "conv/direct_grid.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+// e = s*m + a with 0 <= a < s.
+struct Split {
+  int64_t m, a;
+};
+Split split(int64_t e, int64_t s) {
+  const int64_t m = floor_div(e, s);
+  return Split{m, e - m * s};
+}
+
+int64_t tap_offset(const ConvGeometry& g, int d, int64_t k) {
+  return k * g.dil[d] - g.pad_before[d];
+}
+
+// Whether kernel index k of dim d contributes to the grid (data gradient: only the phase b).
+bool tap_used(const ConvGeometry& g, const TapGrid& tg, int d, int64_t k) {
+  return tg.data_phase[d] < 0 || split(tap_offset(g, d, k), g.stride[d]).a == tg.data_phase[d];
+}
+
+// The grid shift of kernel index k along dim d: forward m - lo, data -m - lo.
+int64_t tap_shift(const ConvGeometry& g, const TapGrid& tg, int d, int64_t k) {
+  const int64_t m = split(tap_offset(g, d, k), g.stride[d]).m;
+  return (tg.data_phase[d] < 0 ? m : -m) - tg.lo[d];
+}
+
+// Fills the per-dim extents of `tg` from its shifts (tg.out, src, strides and data_phase set).
+void finish(const ConvGeometry& g, TapGrid& tg) {
+  tg.taps = 1;
+  for (int d = 0; d < 3; ++d) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN, used = 0;
+    for (int64_t k = 0; k < g.k[d]; ++k) {
+      if (!tap_used(g, tg, d, k)) continue;
+      const int64_t m = split(tap_offset(g, d, k), g.stride[d]).m;
+      const int64_t shift = tg.data_phase[d] < 0 ? m : -m;
+      lo = std::min(lo, shift), hi = std::max(hi, shift), ++used;
+    }
+    tg.taps *= used;
+    if (used == 0) lo = hi = 0;
+    tg.lo[d] = lo;
+    tg.ext[d] = tg.out[d] + hi - lo;
+  }
+}
+
+}  // namespace
+
+double TapGrid::waste() const {
+  const double cols = static_cast<double>(rows()) * static_cast<double>(Wp());
+  return cols > 0 ? 1.0 - static_cast<double>(out[0] * out[1] * out[2]) / cols : 1.0;
+}
+
+int64_t forward_phases(const ConvGeometry& g) {
+  int64_t total = 1;
+  for (int d = 0; d < 3; ++d) {
+    bool seen[64] = {};
+    int64_t count = 0;
+    for (int64_t k = 0; k < g.k[d]; ++k) {
+      const int64_t a = split(tap_offset(g, d, k), g.stride[d]).a;
+      if (a >= 64) return kMaxPhases + 1;
+      count += !seen[a];
+      seen[a] = true;
+    }
+    total *= std::max<int64_t>(count, 1);
+  }
+  return total;
+}
+
+TapGrid forward_grid(const ConvGeometry& g) {
+  TapGrid tg;
+  for (int d = 0; d < 3; ++d) {
+    tg.out[d] = g.out[d];
+    tg.src_size[d] = g.in[d];
+    tg.src_stride[d] = g.stride[d];
+    tg.dst_stride[d] = 1, tg.dst_offset[d] = 0, tg.dst_size[d] = g.out[d];
+    tg.data_phase[d] = -1;
+    tg.phase_rank[d].fill(-1);
+    for (int64_t k = 0; k < g.k[d]; ++k) {
+      const int64_t a = split(tap_offset(g, d, k), g.stride[d]).a;
+      if (a < 64 && tg.phase_rank[d][a] < 0) tg.phase_rank[d][a] = 0;
+    }
+    int8_t rank = 0;
+    for (auto& r : tg.phase_rank[d])
+      if (r == 0) r = rank++;
+    tg.phase_count[d] = rank;
+  }
+  finish(g, tg);
+  return tg;
+}
+
+int64_t data_phase_count(const ConvGeometry& g) {
+  return g.stride[0] * g.stride[1] * g.stride[2];
+}
+
+std::array<int64_t, 3> data_phase(const ConvGeometry& g, int64_t i) {
+  return {i / (g.stride[1] * g.stride[2]), (i / g.stride[2]) % g.stride[1], i % g.stride[2]};
+}
+
+TapGrid data_grid(const ConvGeometry& g, const std::array<int64_t, 3>& b) {
+  TapGrid tg;
+  for (int d = 0; d < 3; ++d) {
+    // dx indices s*u + b inside [0, in): u < ceil((in - b) / s).
+    tg.out[d] = b[d] < g.in[d] ? ceil_div(g.in[d] - b[d], g.stride[d]) : 0;
+    tg.src_size[d] = g.out[d];
+    tg.src_stride[d] = 1;
+    tg.dst_stride[d] = g.stride[d], tg.dst_offset[d] = b[d], tg.dst_size[d] = g.in[d];
+    tg.data_phase[d] = b[d];
+    tg.phase_rank[d].fill(-1);
+    tg.phase_rank[d][0] = 0;
+    tg.phase_count[d] = 1;
+  }
+  finish(g, tg);
+  return tg;
+}
+
+void grid_taps(const ConvGeometry& g, const TapGrid& tg, GridTap* taps) {
+  int64_t t = 0;
+  for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+    if (!tap_used(g, tg, 0, k0)) continue;
+    for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+      if (!tap_used(g, tg, 1, k1)) continue;
+      for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+        if (!tap_used(g, tg, 2, k2)) continue;
+        const int64_t k[3] = {k0, k1, k2};
+        int64_t phase = 0, shift = 0;
+        for (int d = 0; d < 3; ++d) {
+          const int64_t a = tg.data_phase[d] < 0 ? split(tap_offset(g, d, k[d]), g.stride[d]).a : 0;
+          phase = phase * tg.phase_count[d] + tg.phase_rank[d][a];
+        }
+        shift = (tap_shift(g, tg, 0, k0) * tg.ext[1] + tap_shift(g, tg, 1, k1)) * tg.ext[2] +
+                tap_shift(g, tg, 2, k2);
+        taps[t++] = GridTap{(k0 * g.k[1] + k1) * g.k[2] + k2, phase, shift};
+      }
+    }
+  }
+}
+
+void build_band_row(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,
+                    int64_t r, float* dst, int64_t dst_cstride, int64_t phase_stride) {
+  const int64_t Hp = tg.Hp(), Wp = tg.Wp();
+  const int64_t S1 = tg.src_size[1], S2 = tg.src_size[2], s2 = tg.src_stride[2], lo2 = tg.lo[2];
+  // The W phases a2 in use and the grid columns [w0, w1) where each holds source columns
+  // s2*(w + lo2) + a2 (zero elsewhere).
+  int64_t a2s[64], w0[64], w1[64], n2 = 0;
+  for (int64_t a2 = 0; a2 < 64; ++a2) {
+    if (tg.phase_rank[2][a2] < 0) continue;
+    a2s[n2] = a2;
+    w0[n2] = std::clamp<int64_t>(ceil_div(-a2, s2) - lo2, 0, Wp);
+    w1[n2] = std::clamp<int64_t>(ceil_div(S2 - a2, s2) - lo2, w0[n2], Wp);
+    ++n2;
+  }
+  // Stride 2 with both phases: one pass over the source row splits it (the common interior).
+  const bool pair = s2 == 2 && n2 == 2;
+  const int64_t in0 = pair ? std::max(w0[0], w0[1]) : 0, in1 = pair ? std::min(w1[0], w1[1]) : 0;
+  int64_t a0s[64], a1s[64], n0 = 0, n1 = 0;
+  for (int64_t a = 0; a < 64; ++a) {
+    if (tg.phase_rank[0][a] >= 0) a0s[n0++] = a;
+    if (tg.phase_rank[1][a] >= 0) a1s[n1++] = a;
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* sc = src + c * src_cstride;
+    for (int64_t p0 = 0; p0 < n0; ++p0)
+      for (int64_t p1 = 0; p1 < n1; ++p1) {
+        float* base = dst + c * dst_cstride + (p0 * n1 + p1) * n2 * phase_stride;
+        const int64_t i0 = tg.src_stride[0] * (r / Hp + tg.lo[0]) + a0s[p0];
+        const int64_t i1 = tg.src_stride[1] * (r % Hp + tg.lo[1]) + a1s[p1];
+        const bool inside = i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < S1;
+        const float* row = inside ? sc + (i0 * S1 + i1) * S2 : sc;  // the source row
+        for (int64_t p = 0; p < n2; ++p) {
+          float* d = base + p * phase_stride;
+          const int64_t lo = inside ? w0[p] : 0, hi = inside ? w1[p] : 0;
+          std::fill(d, d + lo, 0.0f);
+          std::fill(d + hi, d + Wp, 0.0f);
+          if (!inside || hi <= lo) continue;
+          const float* at = row + s2 * (lo + lo2) + a2s[p];  // source column of grid column lo
+          if (s2 == 1) {
+            std::memcpy(d + lo, at, static_cast<size_t>(hi - lo) * sizeof(float));
+            continue;
+          }
+          for (int64_t w = lo; w < hi; ++w) {
+            if (pair && w == in0 && in1 > in0) w = in1;  // the interior is split below
+            if (w < hi) d[w] = at[(w - lo) * s2];
+          }
+        }
+        if (inside && pair && in1 > in0)
+          direct_split2_avx512(row + 2 * (in0 + lo2), in1 - in0, base + in0,
+                               base + phase_stride + in0);
+      }
+  }
+}
+
+void build_band(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,
+                int64_t r0, int64_t rows, int64_t plane, float* band) {
+  const int64_t count = tg.band_rows(rows);
+  for (int64_t i = 0; i < count; ++i)
+    build_band_row(tg, src, src_cstride, channels, r0 + i, band + i * tg.Wp(), tg.phases() * plane,
+                   plane);
+}
+
+void scatter_block(const TapGrid& tg, const float* block, int64_t ld, int64_t channels, int64_t r0,
+                   int64_t r1, float* dst, int64_t dst_cstride) {
+  const int64_t Hp = tg.Hp(), Wp = tg.Wp(), n = tg.out[2];
+  const int64_t D1 = tg.dst_size[1], D2 = tg.dst_size[2], s2 = tg.dst_stride[2];
+  for (int64_t o = 0; o < channels; ++o) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t o0 = r / Hp, o1 = r % Hp;
+      if (o1 >= tg.out[1]) continue;  // between two 3d output planes
+      const float* src = block + o * ld + (r - r0) * Wp;
+      float* row = dst + o * dst_cstride +
+                   ((tg.dst_stride[0] * o0 + tg.dst_offset[0]) * D1 + tg.dst_stride[1] * o1 +
+                    tg.dst_offset[1]) *
+                       D2 +
+                   tg.dst_offset[2];
+      if (s2 == 1) {
+        std::memcpy(row, src, static_cast<size_t>(n) * sizeof(float));
+      } else {
+        for (int64_t w = 0; w < n; ++w) row[w * s2] = src[w];
+      }
+    }
+  }
+}
+
+void gather_block(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,
+                  int64_t r0, int64_t r1, float* grid, int64_t ld) {
+  const int64_t Hp = tg.Hp(), Wp = tg.Wp(), n = tg.out[2], D1 = tg.out[1];
+  for (int64_t o = 0; o < channels; ++o) {
+    float* dst = grid + o * ld;
+    for (int64_t r = r0; r < r1; ++r, dst += Wp) {
+      const int64_t o0 = r / Hp, o1 = r % Hp;
+      if (o1 >= tg.out[1]) {
+        std::fill(dst, dst + Wp, 0.0f);
+        continue;
+      }
+      std::memcpy(dst, src + o * src_cstride + (o0 * D1 + o1) * n,
+                  static_cast<size_t>(n) * sizeof(float));
+      std::fill(dst + n, dst + Wp, 0.0f);
+    }
+  }
+}
+
+void zero_outputs(const TapGrid& tg, int64_t channels, float* dst, int64_t dst_cstride) {
+  const int64_t D1 = tg.dst_size[1], D2 = tg.dst_size[2];
+  for (int64_t o = 0; o < channels; ++o)
+    for (int64_t o0 = 0; o0 < tg.out[0]; ++o0)
+      for (int64_t o1 = 0; o1 < tg.out[1]; ++o1) {
+        float* row = dst + o * dst_cstride +
+                     ((tg.dst_stride[0] * o0 + tg.dst_offset[0]) * D1 + tg.dst_stride[1] * o1 +
+                      tg.dst_offset[1]) *
+                         D2 +
+                     tg.dst_offset[2];
+        for (int64_t w = 0; w < tg.out[2]; ++w) row[w * tg.dst_stride[2]] = 0.0f;
+      }
+}
+
+}  // namespace aclnn_cpu::conv
