@@ -104,6 +104,9 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     c.layout = Layout::kPadded;
     EXPECT_TRUE(acltest::CheckConvBackward(c));
     c.layout = Layout::kContiguous;
+    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_BF16;  // read natively where the CPU can
+    EXPECT_TRUE(acltest::CheckConvBackward(c));
+    EXPECT_TRUE(acltest::CheckConvForward(c));
     c.x_dtype = c.w_dtype = c.gy_dtype = ACL_DOUBLE;  // algorithms without fp64 are skipped
     EXPECT_TRUE(acltest::CheckConvBackward(c));
   }

@@ -16,109 +16,24 @@
 //
 // Cost rules: above ~4M multiply-adds (the scratch then pays off), at most 25% of the grid's
 // columns dropped, at most 64 phase planes.
+#include <cstdlib>
 #include <cstring>
 
 #include "conv/algo_support.h"
 #include "conv/algorithms.h"
 #include "conv/direct_grid.h"
+#include "conv/grid_direct_plan.h"
 #include "conv/tap_grid.h"
+#include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
 namespace {
 
-constexpr double kMinMacs = double(1 << 22);
-constexpr double kMaxGridWaste = 0.25;
-constexpr int64_t kBlockBytes = int64_t{512} << 10;  // a task's output block, about half of L2
-constexpr int64_t kWindowBytes = int64_t{24} << 10;  // forward: band window per channel chunk
-constexpr int64_t kWeightCols = 128;                 // weight gradient: positions per kernel call
-constexpr int64_t kWeightChannels = 96;  // weight gradient: most input channels per task
+using namespace grid_direct;
 
-int64_t round16(int64_t v) {
-  return ceil_div(v, 16) * 16;
-}
-
-// Grid rows per task for an m-channel output block, with about `want` tasks per grid.
-int64_t rows_per_task(const TapGrid& tg, int64_t m, int64_t want) {
-  const int64_t by_budget =
-      std::max<int64_t>(1, kBlockBytes / (std::max<int64_t>(m, 1) * tg.Wp() * 4));
-  return std::clamp<int64_t>(std::min(by_budget, ceil_div(tg.rows(), std::max<int64_t>(want, 1))),
-                             1, std::max<int64_t>(tg.rows(), 1));
-}
-
-// Phase stride of a band of `rows` grid rows (a multiple of 16 floats).
-int64_t band_plane(const TapGrid& tg, int64_t rows) {
-  return round16(tg.band_rows(rows) * tg.Wp());
-}
-
-// Channels per chunk: the band window of a 48-column tile (every tap row it touches, each 48 + the
-// kernel's W reach + a vector of slack) within kWindowBytes.
-int64_t channel_chunk(const TapGrid& tg, const ConvGeometry& g, int64_t channels) {
-  const int64_t rows = ceil_div(tg.taps, std::max<int64_t>(g.k[2], 1));
-  const int64_t window = rows * (48 + (tg.ext[2] - tg.out[2]) + 16) * 4;
-  return std::clamp<int64_t>(kWindowBytes / std::max<int64_t>(window, 1), 4,
-                             std::max<int64_t>(channels, 4));
-}
-
-Fit applies(const Problem& p, double waste) {
-  Fit f;
-  const ConvGeometry& g = p.g;
-  if (p.fp64 || !p.avx512) {
-    f.reason = "needs fp32 and AVX-512";
-  } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
-    f.reason = "empty";
-  } else if (forward_phases(g) > kMaxPhases || data_phase_count(g) > kMaxPhases) {
-    f.reason = "more than 64 stride phases";
-  } else {
-    f.applies = true;
-    f.preferred = p.macs() >= kMinMacs && waste <= kMaxGridWaste;
-    f.reason = p.macs() < kMinMacs ? "below 4M multiply-adds"
-               : f.preferred       ? "grid waste " + std::to_string(int(waste * 100)) + "%"
-                                   : "grid waste " + std::to_string(int(waste * 100)) + "% > 25%";
-  }
-  return f;
-}
-
-// Shared scratch of a pass: the taps (3 int64 each), their band offsets and weight taps (int64
-// each), then the packed weights.
-int64_t taps_elems(int64_t taps) {
-  return round16(10 * taps);
-}
-
-// The taps of `tg` and their offsets into a band of phase stride `plane`, written to `at`.
-const GridTap* load_taps(const ConvGeometry& g, const TapGrid& tg, int64_t plane, float* at,
-                         const int64_t** off) {
-  GridTap* taps = reinterpret_cast<GridTap*>(at);
-  int64_t* offs = reinterpret_cast<int64_t*>(taps + tg.taps);
-  grid_taps(g, tg, taps);
-  for (int64_t t = 0; t < tg.taps; ++t) offs[t] = taps[t].phase * plane + taps[t].shift;
-  *off = offs;
-  return taps;
-}
-
-// A forward-form pass (forward, or one phase of the data gradient) over one tap grid: m output
-// channels from C source channels per group; weights W(o, c, q) = w[o * so + c * si + q] (group
-// grp at w + grp * wg). Tasks (sample, group, row block); `slot` and `shared` scratch as planned.
-struct Pass {
-  const ConvGeometry& g;
-  const TapGrid& tg;
-  int64_t m, C, rows, cchunk;
-  const float* src;  // sample 0, group 0 source channel 0
-  int64_t src_sample, src_group, src_cstride;
-  float* dst;
-  int64_t dst_sample, dst_group, dst_cstride;
-  const float* w;
-  int64_t wg, so, si;
-};
-
-int64_t pass_slot_elems(const TapGrid& tg, int64_t m, int64_t C, int64_t rows) {
-  return round16(m * rows * tg.Wp()) + C * tg.phases() * band_plane(tg, rows);
-}
-int64_t pass_shared_elems(const TapGrid& tg, int64_t m, int64_t C, int64_t groups) {
-  return taps_elems(tg.taps) + groups * direct_packed_w_elems(m, C, tg.taps);
-}
-
-template <typename SlotFn>
-void run_pass(const Pass& ps, float* shared, SlotFn slot_of) {
+// One pass in fp32: band, direct forward kernel, scatter.
+void run_pass(const Pass<float>& ps, float* shared, const Problem& p, const Blocking& b,
+              const Operands<float>& o) {
   const ConvGeometry& g = ps.g;
   const TapGrid& tg = ps.tg;
   const int64_t plane = band_plane(tg, ps.rows), T = tg.taps;
@@ -137,7 +52,7 @@ void run_pass(const Pass& ps, float* shared, SlotFn slot_of) {
     const int64_t blk = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
     const int64_t r0 = blk * ps.rows, r1 = std::min(tg.rows(), r0 + ps.rows);
     const int64_t cols = (r1 - r0) * tg.Wp();
-    float* block = slot_of();                                 // [m, cols]
+    float* block = slot_scratch(p, b, o);                     // [m, cols]
     float* band = block + round16(ps.m * ps.rows * tg.Wp());  // [C][phase][plane]
     build_band(tg, ps.src + n * ps.src_sample + grp * ps.src_group, ps.src_cstride, ps.C, r0,
                r1 - r0, plane, band);
@@ -161,28 +76,8 @@ Fit plan_forward(const Problem& p) {
 }
 
 void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  const ConvGeometry& g = p.g;
-  const TapGrid tg = forward_grid(g);
-  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
-  const Pass ps{g,
-                tg,
-                Cog,
-                Cig,
-                b.rows,
-                b.cblock,
-                o.x,
-                g.C_in * g.in_size(),
-                Cig * g.in_size(),
-                g.in_size(),
-                o.out,
-                g.C_out * g.out_size(),
-                Cog * g.out_size(),
-                g.out_size(),
-                o.w,
-                Cog * Cig * K,
-                Cig * K,
-                K};
-  run_pass(ps, o.shared, [&] { return slot_scratch(p, b, o); });
+  const TapGrid tg = forward_grid(p.g);
+  run_pass(forward_pass(p, b, tg, o.x, o.w, o.out), o.shared, p, b, o);
 }
 
 // backward_data: the phases of dx, each a pass with its own tap grid; the shared scratch holds
@@ -196,6 +91,11 @@ Fit plan_data(const Problem& p) {
   }
   Fit f = applies(p, waste);
   if (!f.applies) return f;
+  // Strided: the per-phase bands and strided stores cost more than col2im's scatter (stride2,
+  // 1 thread: 41 vs 33 ms); fewer than 8 input channels leave the 8-channel tiles part empty
+  // (first7x7's 3: 74 vs 50 ms).
+  prefer_not(f, data_phase_count(g) > 1, "strided: col2im is faster");
+  prefer_not(f, g.cin_g() < 8, "fewer than 8 input channels per group");
   const int64_t want = ceil_div(pieces_wanted(p), data_phase_count(g));
   const TapGrid first = data_grid(g, {0, 0, 0});  // the largest phase
   f.b.rows = rows_per_task(first, g.cin_g(), want);
@@ -210,53 +110,8 @@ Fit plan_data(const Problem& p) {
 }
 
 void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  const ConvGeometry& g = p.g;
-  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
-  float* shared = o.shared;
-  for (int64_t i = 0; i < data_phase_count(g); ++i) {
-    const TapGrid tg = data_grid(g, data_phase(g, i));
-    float* dx = o.out;
-    if (tg.empty()) {  // no tap reaches this phase of dx
-      for_tasks(g.N, [&](int64_t n) {
-        zero_outputs(tg, g.C_in, dx + n * g.C_in * g.in_size(), g.in_size());
-      });
-      continue;
-    }
-    // dx[c] (phase) = sum_{o, t} w[o][c][q_t] * dy[o][shifted]: W(c, o, q) = w[o*Cig*K + c*K + q].
-    const Pass ps{g,
-                  tg,
-                  Cig,
-                  Cog,
-                  b.rows,
-                  b.cblock,
-                  o.y,
-                  g.C_out * g.out_size(),
-                  Cog * g.out_size(),
-                  g.out_size(),
-                  dx,
-                  g.C_in * g.in_size(),
-                  Cig * g.in_size(),
-                  g.in_size(),
-                  o.w,
-                  Cog * Cig * K,
-                  K,
-                  Cig * K};
-    run_pass(ps, shared, [&] { return slot_scratch(p, b, o); });
-    shared += pass_shared_elems(tg, Cig, Cog, g.groups);
-  }
-}
-
-// backward_weight scratch of one slot, in floats: dy of a block in channels-last form, the band's
-// phase planes likewise, one band row of 16 channels (staging for the transposes), and dwt.
-struct WeightScratch {
-  int64_t dy_t, band_t, row, dwt;
-  int64_t total() const { return dy_t + band_t + row + dwt; }
-};
-
-WeightScratch weight_scratch(const ConvGeometry& g, const TapGrid& tg, int64_t cb, int64_t rows) {
-  const int64_t plane = band_plane(tg, rows), m16 = round16(g.cout_g());
-  return WeightScratch{round16(rows * tg.Wp() * m16), tg.phases() * plane * round16(cb),
-                       round16(16 * tg.phases() * tg.Wp()), round16(tg.taps * cb * m16)};
+  for_data_passes(p, b, o.y, o.w, o.out, o.shared,
+                  [&](const Pass<float>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
 }
 
 Fit plan_weight(const Problem& p) {
@@ -264,11 +119,15 @@ Fit plan_weight(const Problem& p) {
   const TapGrid tg = forward_grid(g);
   Fit f = applies(p, tg.waste());
   if (!f.applies) return f;
+  // Fewer than 8 input channels make narrow tiles, each dy load feeding few FMAs (first7x7's 3:
+  // 76 vs 63 ms for implicit_gemm).
+  prefer_not(f, g.cin_g() < 8, "fewer than 8 input channels per group");
   // Whole groups' channels per task where they fit a few tiles (the kernel's tiles are 12 wide,
   // narrower ones waste loads); threads then split the batch.
   plan_weight_split(p, 4, std::min<int64_t>(g.cin_g(), kWeightChannels), f.b);
   f.b.rows = rows_per_task(tg, round16(g.cout_g()), 1);
-  f.b.slot_elems = weight_scratch(g, tg, f.b.cblock, f.b.rows).total();
+  f.b.slot_elems = std::max(weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total(),
+                            p.bf16 ? weight_scratch(g, tg, f.b.cblock, f.b.rows, true).total() : 0);
   f.b.shared_elems = taps_elems(tg.taps);
   return f;
 }
@@ -316,11 +175,11 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   for (int64_t t = 0; t < T; ++t) eoff[t] = (taps[t].phase * plane + taps[t].shift) * cb16;
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
-        const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows);
+        const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, false);
         float* dy_t = slot_scratch(p, b, o);  // [cols, m16]
-        float* band_t = dy_t + ws.dy_t;       // [phase][plane][cb16]
-        float* row = band_t + ws.band_t;      // [16][phase][Wp]
-        float* dwt = row + ws.row;            // [T, nc, m16]
+        float* row = dy_t + ws.dy_t;          // [16][phase][Wp]
+        float* band_t = row + ws.band;        // [phase][plane][cb16]
+        float* dwt = band_t + ws.band_t;      // [T, nc, m16]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
@@ -343,11 +202,23 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
 
 }  // namespace
 
-const Algorithm kGridDirectForward{"grid_direct", Primitive::kForward, plan_forward, forward,
-                                   nullptr};
-const Algorithm kGridDirectData{"grid_direct", Primitive::kBackwardData, plan_data, backward_data,
-                                nullptr};
-const Algorithm kGridDirectWeight{"grid_direct", Primitive::kBackwardWeight, plan_weight,
-                                  backward_weight, nullptr};
+bool have_avx512_bf16() {
+  static const bool yes = [] {
+    const char* off = std::getenv("ACLNN_CPU_NO_BF16");
+    if (off && off[0] == '1') return false;
+    __builtin_cpu_init();
+    return gemm::have_avx512() && __builtin_cpu_supports("avx512bf16") != 0;
+  }();
+  return yes;
+}
+
+const Algorithm kGridDirectForward{"grid_direct", Primitive::kForward,      plan_forward, forward,
+                                   nullptr,       grid_direct::forward_bf16};
+const Algorithm kGridDirectData{"grid_direct", Primitive::kBackwardData,
+                                plan_data,     backward_data,
+                                nullptr,       grid_direct::backward_data_bf16};
+const Algorithm kGridDirectWeight{"grid_direct", Primitive::kBackwardWeight,
+                                  plan_weight,   backward_weight,
+                                  nullptr,       grid_direct::backward_weight_bf16};
 
 }  // namespace aclnn_cpu::conv

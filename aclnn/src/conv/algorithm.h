@@ -40,6 +40,7 @@ struct Problem {
   int slots = 1;        // threads of the executor's arena = scratch slots
   bool avx512 = false;  // our AVX-512 kernels may run (gemm::have_avx512())
   bool forced = false;  // chosen by ACLNN_CPU_CONV_ALGO: cost rules and size thresholds lifted
+  bool bf16 = false;    // the inputs are bf16 and may be read as such (run_bf16)
 
   // Multiply-adds of one pass (every primitive has the same count).
   double macs() const {
@@ -72,6 +73,10 @@ struct Operands {
   T* slots = nullptr;     // slots * (pack_elems + slot_elems): slot s at s * slot_stride()
   T* shared = nullptr;    // shared_elems
   T* partials = nullptr;  // (ranges - 1) * partial_elems
+  // bf16 runs: the inputs as dense bf16 bits (x, w, y above are then null).
+  const uint16_t* x16 = nullptr;
+  const uint16_t* w16 = nullptr;
+  const uint16_t* y16 = nullptr;
 };
 
 // An algorithm's answer in phase 1.
@@ -88,6 +93,9 @@ struct Algorithm {
   Fit (*plan)(const Problem&);
   void (*run_f32)(const Problem&, const Blocking&, const Operands<float>&);
   void (*run_f64)(const Problem&, const Blocking&, const Operands<double>&);  // null: fp32 only
+  // Reads bf16 inputs natively (fp32 accumulation into `out`); null: bf16 inputs are converted
+  // to fp32 first.
+  void (*run_bf16)(const Problem&, const Blocking&, const Operands<float>&) = nullptr;
 };
 
 // Every registered algorithm of `p`, in order of preference.
@@ -99,12 +107,14 @@ std::span<const Algorithm* const> all_algorithms();
 struct Choice {
   const Algorithm* algo = nullptr;
   Blocking b;
-  std::string why;  // for ACLNN_CPU_VERBOSE: why this one (and why not the ones before it)
+  std::string why;    // for ACLNN_CPU_VERBOSE: why this one (and why not the ones before it)
+  bool bf16 = false;  // runs run_bf16 on the bf16 inputs
 };
 
 // Picks the algorithm for primitive `prim` of `problem` (problem.forced is set when the choice
-// comes from ACLNN_CPU_CONV_ALGO). Never fails: the last algorithm of every list applies to
-// every geometry and dtype.
+// comes from ACLNN_CPU_CONV_ALGO). With problem.bf16, an algorithm that reads bf16 natively is
+// taken where one applies (forced or preferred); otherwise the inputs are to be converted. Never
+// fails: the last algorithm of every list applies to every geometry and dtype.
 Choice choose_algorithm(Primitive prim, Problem problem);
 
 // Whether ACLNN_CPU_CONV_ALGO names `name` (read at every phase 1).

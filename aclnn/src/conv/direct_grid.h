@@ -61,6 +61,23 @@ void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t*
 void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
                              float* dst, int64_t ld_dst, int64_t width);
 
+// bf16 (AVX512_BF16, direct_grid_bf16_avx512.cpp; call after have_avx512_bf16()): the same
+// kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of
+// input channels (2 c2, 2 c2 + 1) as 32-bit units (C2 = ceil(C / 2) pairs; off and plane in
+// units). Weight: xt and dyt hold pairs of positions (2 p, 2 p + 1) as units, channels-last (ldx,
+// ldy in units), over L2 position pairs.
+void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
+                              const uint32_t* x2, int64_t plane, const uint32_t* packed, float* out,
+                              int64_t ldo, int64_t c_chunk);
+void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                             const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
+                             int64_t L2, float* dwt);
+// out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs.
+void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
+// Whether the bf16 kernels can run (AVX512_BF16; ACLNN_CPU_NO_BF16=1 says no, to test the fp32
+// conversion path).
+bool have_avx512_bf16();
+
 // even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n: the two phase planes of a stride-2 row.
 void direct_split2_avx512(const float* src, int64_t n, float* even, float* odd);
 

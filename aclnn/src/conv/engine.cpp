@@ -11,6 +11,7 @@
 #include "conv/algo_support.h"
 #include "conv/algorithm.h"
 #include "conv/depthwise.h"
+#include "conv/direct_grid.h"
 #include "conv/tbc_gemm.h"
 #include "error.h"
 #include "gemm/sgemm.h"
@@ -45,6 +46,7 @@ struct Plan {
   // Workspace offsets of the dense compute copies / results, and of the algorithms' scratch
   // (one region: the primitives run one after another).
   uint64_t x = kNotInWorkspace, w = kNotInWorkspace, y = kNotInWorkspace, bias = kNotInWorkspace;
+  uint64_t x16 = kNotInWorkspace, w16 = kNotInWorkspace, y16 = kNotInWorkspace;  // bf16 copies
   uint64_t out_y = kNotInWorkspace, out_x = kNotInWorkspace, out_w = kNotInWorkspace;
   uint64_t out_bias = kNotInWorkspace, scratch = kNotInWorkspace;
   uint64_t bytes = 0;
@@ -105,6 +107,12 @@ bool plan_tbc(Plan& p) {
   return true;
 }
 
+// Reserves a dense bf16 copy of `v` (for the bf16 kernels) unless it is dense already.
+uint64_t reserve_bf16(Layout& layout, bool needed, const std::optional<View5>& v) {
+  if (!needed || !v || v->numel() == 0 || bf16_usable_in_place(*v)) return kNotInWorkspace;
+  return layout.add(static_cast<unsigned __int128>(v->numel()) * sizeof(uint16_t));
+}
+
 template <typename T>
 void plan_workspace(Plan& p) {
   if (plan_tbc(p)) return;
@@ -112,17 +120,27 @@ void plan_workspace(Plan& p) {
   const bool need[kPrimitiveCount] = {j.out_y.has_value(), j.out_x.has_value(),
                                       j.out_w.has_value()};
   unsigned __int128 scratch = 0;
+  // Which primitives read x / w / y, and in which form (fp32/fp64 copies, or bf16).
+  bool x32 = false, w32 = false, y32 = false, x16 = false, w16 = false, y16 = false;
+  const bool uses_x[kPrimitiveCount] = {true, false, true}, uses_w[] = {true, true, false},
+             uses_y[] = {false, true, true};
   for (int i = 0; i < kPrimitiveCount; ++i) {
     if (!need[i]) continue;
     p.choice[i] = choose_algorithm(static_cast<Primitive>(i), p.problem);
     scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
+    const bool b16 = p.choice[i]->bf16;
+    (b16 ? x16 : x32) |= uses_x[i];
+    (b16 ? w16 : w32) |= uses_w[i];
+    (b16 ? y16 : y32) |= uses_y[i];
   }
-  const bool fwd = need[0], bwd_data = need[1], bwd_weight = need[2];
   Layout layout;
-  p.x = reserve<T>(layout, fwd || bwd_weight, j.x, j.round);
-  p.w = reserve<T>(layout, fwd || bwd_data, j.w, j.round);
-  p.y = reserve<T>(layout, bwd_data || bwd_weight, j.y, j.round);
-  p.bias = reserve<T>(layout, fwd || bwd_data, j.bias, Round::kNone);
+  p.x = reserve<T>(layout, x32, j.x, j.round);
+  p.w = reserve<T>(layout, w32, j.w, j.round);
+  p.y = reserve<T>(layout, y32, j.y, j.round);
+  p.x16 = reserve_bf16(layout, x16, j.x);
+  p.w16 = reserve_bf16(layout, w16, j.w);
+  p.y16 = reserve_bf16(layout, y16, j.y);
+  p.bias = reserve<T>(layout, need[0] || need[1], j.bias, Round::kNone);
   p.out_y = reserve<T>(layout, true, j.out_y, Round::kNone);
   p.out_x = reserve<T>(layout, true, j.out_x, Round::kNone);
   p.out_w = reserve<T>(layout, true, j.out_w, Round::kNone);
@@ -167,7 +185,15 @@ void run_primitive(const char* api, const Plan& p, Primitive prim, Operands<T> o
   const bool timed = verbose();
   const auto t0 = std::chrono::steady_clock::now();
   if constexpr (std::is_same_v<T, float>) {
-    c.algo->run_f32(p.problem, c.b, ops);
+    if (c.bf16) {
+      Problem bf = p.problem;
+      bf.bf16 = true;
+      c.algo->run_bf16(bf, c.b, ops);
+    } else {
+      Problem f32 = p.problem;
+      f32.bf16 = false;
+      c.algo->run_f32(f32, c.b, ops);
+    }
   } else {
     c.algo->run_f64(p.problem, c.b, ops);
   }
@@ -204,10 +230,33 @@ void execute(const char* api, const Plan& p, char* ws) {
     };
     const bool fwd = j.out_y.has_value(), bwd_data = j.out_x.has_value(),
                bwd_weight = j.out_w.has_value();
-    const T* x = fwd || bwd_weight ? input(j.x, p.x, j.round) : nullptr;
-    const T* w = fwd || bwd_data ? input(j.w, p.w, j.round) : nullptr;
-    const T* y = bwd_data || bwd_weight ? input(j.y, p.y, j.round) : nullptr;
+    // fp32/fp64 copies where a chosen algorithm computes in T, bf16 ones for the bf16 kernels.
+    bool x32 = false, w32 = false, y32 = false, x16 = false, w16 = false, y16 = false;
+    if (fwd) (p.choice[0]->bf16 ? x16 : x32) = true, (p.choice[0]->bf16 ? w16 : w32) = true;
+    if (bwd_data) (p.choice[1]->bf16 ? y16 : y32) = true, (p.choice[1]->bf16 ? w16 : w32) = true;
+    if (bwd_weight) (p.choice[2]->bf16 ? x16 : x32) = true, (p.choice[2]->bf16 ? y16 : y32) = true;
+    const T* x = x32 ? input(j.x, p.x, j.round) : nullptr;
+    const T* w = w32 ? input(j.w, p.w, j.round) : nullptr;
+    const T* y = y32 ? input(j.y, p.y, j.round) : nullptr;
+    auto input16 = [&](const std::optional<View5>& v, uint64_t off) -> const uint16_t* {
+      if (!v || v->numel() == 0) return nullptr;
+      if (off == kNotInWorkspace) return reinterpret_cast<const uint16_t*>(v->origin());
+      uint16_t* buf = reinterpret_cast<uint16_t*>(ws + off);
+      pack_bf16(*v, buf);
+      return buf;
+    };
+    const uint16_t* x_16 = x16 ? input16(j.x, p.x16) : nullptr;
+    const uint16_t* w_16 = w16 ? input16(j.w, p.w16) : nullptr;
+    const uint16_t* y_16 = y16 ? input16(j.y, p.y16) : nullptr;
     const T* bias = fwd || bwd_data ? input(j.bias, p.bias, Round::kNone) : nullptr;
+    auto ops = [&](Primitive prim, T* out) {
+      Operands<T> o{x, w, y, out};
+      if (p.choice[static_cast<int>(prim)]->bf16) {
+        o.x = o.w = o.y = nullptr;
+        o.x16 = x_16, o.w16 = w_16, o.y16 = y_16;
+      }
+      return o;
+    };
 
     // Outputs: computed into their own memory or the workspace, then unpacked if needed.
     auto finish = [&](const std::optional<View5>& v, uint64_t off, T* buf) {
@@ -216,7 +265,7 @@ void execute(const char* api, const Plan& p, char* ws) {
     if (fwd) {
       T* out = buffer<T>(j.out_y, p.out_y, ws);
       if (out) {
-        run_primitive<T>(api, p, Primitive::kForward, Operands<T>{x, w, nullptr, out}, ws);
+        run_primitive<T>(api, p, Primitive::kForward, ops(Primitive::kForward, out), ws);
         if (bias) add_channel_bias(out, bias, g.N, g.C_out, g.out_size());
       }
       finish(j.out_y, p.out_y, out);
@@ -232,12 +281,12 @@ void execute(const char* api, const Plan& p, char* ws) {
       if (fused) depthwise_backward(g, x, y, w, ox, ow);
     }
     if (ox && !fused) {
-      run_primitive<T>(api, p, Primitive::kBackwardData, Operands<T>{nullptr, w, y, ox}, ws);
+      run_primitive<T>(api, p, Primitive::kBackwardData, ops(Primitive::kBackwardData, ox), ws);
       if (bias) add_channel_bias(ox, bias, g.N, g.C_in, g.in_size());
     }
     if (bwd_data) finish(j.out_x, p.out_x, ox);
     if (ow && !fused)
-      run_primitive<T>(api, p, Primitive::kBackwardWeight, Operands<T>{x, nullptr, y, ow}, ws);
+      run_primitive<T>(api, p, Primitive::kBackwardWeight, ops(Primitive::kBackwardWeight, ow), ws);
     if (bwd_weight) finish(j.out_w, p.out_w, ow);
     if (j.out_bias) {
       T* out = buffer<T>(j.out_bias, p.out_bias, ws);
@@ -276,6 +325,12 @@ aclOpExecutor* make_executor(const char* api, ConvJob job, uint64_t* workspace_s
   plan->problem.fp64 = plan->job.use_double;
   plan->problem.slots = plan->arena->max_concurrency();
   plan->problem.avx512 = gemm::have_avx512();
+  // bf16 inputs throughout: the bf16 kernels may read them as they are (HF32 rounding leaves bf16
+  // values unchanged; fp16 rounding does not).
+  const ConvJob& jb = plan->job;
+  auto is_bf16 = [](const std::optional<View5>& v) { return !v || v->dtype == ACL_BF16; };
+  plan->problem.bf16 = !jb.use_double && jb.round != Round::kFp16 && have_avx512_bf16() &&
+                       is_bf16(jb.x) && is_bf16(jb.w) && is_bf16(jb.y);
   if (plan->job.use_double) {
     plan_workspace<double>(*plan);
   } else {

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "conv/algorithm.h"
@@ -84,24 +85,49 @@ bool verbose() {
   return env && env[0] != '\0' && std::strcmp(env, "0") != 0;
 }
 
-Choice choose_algorithm(Primitive prim, Problem problem) {
-  const auto list = algorithms(prim);
-  // A forced algorithm wins wherever it applies (its cost rules lifted).
+namespace {
+
+// The forced algorithm of `list` that applies to `problem`, if any (bf16: one with run_bf16).
+std::optional<Choice> forced_choice(std::span<const Algorithm* const> list, Problem problem) {
+  problem.forced = true;
   for (const Algorithm* a : list) {
-    if (!algorithm_forced(a->name)) continue;
-    Problem forced = problem;
-    forced.forced = true;
-    Fit fit = a->plan(forced);
+    if (!algorithm_forced(a->name) || (problem.bf16 && !a->run_bf16)) continue;
+    Fit fit = a->plan(problem);
     if (fit.applies && (!problem.fp64 || a->run_f64))
-      return Choice{a, fit.b, "forced by ACLNN_CPU_CONV_ALGO"};
+      return Choice{a, fit.b, "forced by ACLNN_CPU_CONV_ALGO", problem.bf16};
   }
-  std::string skipped;
+  return std::nullopt;
+}
+
+// The first applicable and preferred algorithm of `list` (bf16: one with run_bf16), and the
+// reasons the ones before it were passed over.
+std::optional<Choice> preferred_choice(std::span<const Algorithm* const> list,
+                                       const Problem& problem, std::string& skipped) {
   for (const Algorithm* a : list) {
+    if (problem.bf16 && !a->run_bf16) continue;
     Fit fit = a->plan(problem);
     if (fit.applies && fit.preferred && (!problem.fp64 || a->run_f64))
-      return Choice{a, fit.b, fit.reason + (skipped.empty() ? "" : " (not: " + skipped + ")")};
+      return Choice{a, fit.b, fit.reason + (skipped.empty() ? "" : " (not: " + skipped + ")"),
+                    problem.bf16};
     skipped += (skipped.empty() ? "" : "; ") + std::string(a->name) + ": " + fit.reason;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Choice choose_algorithm(Primitive prim, Problem problem) {
+  const auto list = algorithms(prim);
+  std::string skipped;
+  if (problem.bf16) {  // bf16 read natively where an algorithm can, else converted to fp32
+    if (auto c = forced_choice(list, problem)) return *c;
+    if (!any_algorithm_forced())
+      if (auto c = preferred_choice(list, problem, skipped)) return *c;
+    problem.bf16 = false;
+    skipped = "bf16 converted to fp32";
+  }
+  if (auto c = forced_choice(list, problem)) return *c;
+  if (auto c = preferred_choice(list, problem, skipped)) return *c;
   // Unreachable: the last algorithm of every list applies to everything.
   const Algorithm* last = list.back();
   return Choice{last, last->plan(problem).b, "fallback"};

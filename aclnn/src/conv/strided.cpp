@@ -274,6 +274,20 @@ void fill_zero(T* buf, int64_t count) {
   if (count > 0) std::memset(buf, 0, static_cast<size_t>(count) * sizeof(T));
 }
 
+bool bf16_usable_in_place(const View5& v) {
+  return v.dtype == ACL_BF16 && v.contiguous();
+}
+
+void pack_bf16(const View5& v, uint16_t* dst) {
+  const uint16_t* base = reinterpret_cast<const uint16_t*>(v.origin());
+  const int64_t W = v.dims[4], sw = v.strides[4];
+  for_each_row(v.dims, [&](int64_t row) {
+    const uint16_t* p = base + row_offset(v.dims, v.strides, row);
+    uint16_t* q = dst + row * W;
+    for (int64_t i = 0; i < W; ++i) q[i] = p[i * sw];
+  });
+}
+
 #define ACLNN_CONV_INSTANTIATE(T)                                             \
   template bool usable_in_place<T>(const View5&, Round);                      \
   template void pack<T>(const View5&, T*, Round);                             \

@@ -38,6 +38,11 @@ bool usable_in_place(const View5& v, Round round);
 template <typename T>
 void pack(const View5& src, T* dst, Round round);
 
+// bf16 views read natively (the bf16 kernels): whether `v` (BF16) is dense, and its bits copied
+// into a dense buffer otherwise.
+bool bf16_usable_in_place(const View5& v);
+void pack_bf16(const View5& src, uint16_t* dst);
+
 // dst[i] = convert(src[i]) (round to nearest even for narrower dtypes); src is dense [dst.dims].
 template <typename T>
 void unpack(const T* src, const View5& dst);

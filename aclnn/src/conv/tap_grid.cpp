@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "conv/direct_grid.h"
 
@@ -142,8 +143,9 @@ void grid_taps(const ConvGeometry& g, const TapGrid& tg, GridTap* taps) {
   }
 }
 
-void build_band_row(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,
-                    int64_t r, float* dst, int64_t dst_cstride, int64_t phase_stride) {
+template <typename T>
+void build_band_row(const TapGrid& tg, const T* src, int64_t src_cstride, int64_t channels,
+                    int64_t r, T* dst, int64_t dst_cstride, int64_t phase_stride) {
   const int64_t Hp = tg.Hp(), Wp = tg.Wp();
   const int64_t S1 = tg.src_size[1], S2 = tg.src_size[2], s2 = tg.src_stride[2], lo2 = tg.lo[2];
   // The W phases a2 in use and the grid columns [w0, w1) where each holds source columns
@@ -156,8 +158,8 @@ void build_band_row(const TapGrid& tg, const float* src, int64_t src_cstride, in
     w1[n2] = std::clamp<int64_t>(ceil_div(S2 - a2, s2) - lo2, w0[n2], Wp);
     ++n2;
   }
-  // Stride 2 with both phases: one pass over the source row splits it (the common interior).
-  const bool pair = s2 == 2 && n2 == 2;
+  // fp32 stride 2 with both phases: one pass over the source row splits it (the interior).
+  const bool pair = std::is_same_v<T, float> && s2 == 2 && n2 == 2;
   const int64_t in0 = pair ? std::max(w0[0], w0[1]) : 0, in1 = pair ? std::min(w1[0], w1[1]) : 0;
   int64_t a0s[64], a1s[64], n0 = 0, n1 = 0;
   for (int64_t a = 0; a < 64; ++a) {
@@ -165,23 +167,23 @@ void build_band_row(const TapGrid& tg, const float* src, int64_t src_cstride, in
     if (tg.phase_rank[1][a] >= 0) a1s[n1++] = a;
   }
   for (int64_t c = 0; c < channels; ++c) {
-    const float* sc = src + c * src_cstride;
+    const T* sc = src + c * src_cstride;
     for (int64_t p0 = 0; p0 < n0; ++p0)
       for (int64_t p1 = 0; p1 < n1; ++p1) {
-        float* base = dst + c * dst_cstride + (p0 * n1 + p1) * n2 * phase_stride;
+        T* base = dst + c * dst_cstride + (p0 * n1 + p1) * n2 * phase_stride;
         const int64_t i0 = tg.src_stride[0] * (r / Hp + tg.lo[0]) + a0s[p0];
         const int64_t i1 = tg.src_stride[1] * (r % Hp + tg.lo[1]) + a1s[p1];
         const bool inside = i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < S1;
-        const float* row = inside ? sc + (i0 * S1 + i1) * S2 : sc;  // the source row
+        const T* row = inside ? sc + (i0 * S1 + i1) * S2 : sc;  // the source row
         for (int64_t p = 0; p < n2; ++p) {
-          float* d = base + p * phase_stride;
+          T* d = base + p * phase_stride;
           const int64_t lo = inside ? w0[p] : 0, hi = inside ? w1[p] : 0;
-          std::fill(d, d + lo, 0.0f);
-          std::fill(d + hi, d + Wp, 0.0f);
+          std::fill(d, d + lo, T(0));
+          std::fill(d + hi, d + Wp, T(0));
           if (!inside || hi <= lo) continue;
-          const float* at = row + s2 * (lo + lo2) + a2s[p];  // source column of grid column lo
+          const T* at = row + s2 * (lo + lo2) + a2s[p];  // source column of grid column lo
           if (s2 == 1) {
-            std::memcpy(d + lo, at, static_cast<size_t>(hi - lo) * sizeof(float));
+            std::memcpy(d + lo, at, static_cast<size_t>(hi - lo) * sizeof(T));
             continue;
           }
           for (int64_t w = lo; w < hi; ++w) {
@@ -189,12 +191,19 @@ void build_band_row(const TapGrid& tg, const float* src, int64_t src_cstride, in
             if (w < hi) d[w] = at[(w - lo) * s2];
           }
         }
-        if (inside && pair && in1 > in0)
-          direct_split2_avx512(row + 2 * (in0 + lo2), in1 - in0, base + in0,
-                               base + phase_stride + in0);
+        if constexpr (std::is_same_v<T, float>) {
+          if (inside && pair && in1 > in0)
+            direct_split2_avx512(row + 2 * (in0 + lo2), in1 - in0, base + in0,
+                                 base + phase_stride + in0);
+        }
       }
   }
 }
+
+template void build_band_row<float>(const TapGrid&, const float*, int64_t, int64_t, int64_t, float*,
+                                    int64_t, int64_t);
+template void build_band_row<uint16_t>(const TapGrid&, const uint16_t*, int64_t, int64_t, int64_t,
+                                       uint16_t*, int64_t, int64_t);
 
 void build_band(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,
                 int64_t r0, int64_t rows, int64_t plane, float* band) {

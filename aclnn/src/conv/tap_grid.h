@@ -81,9 +81,11 @@ void build_band(const TapGrid& tg, const float* src, int64_t src_cstride, int64_
                 int64_t r0, int64_t rows, int64_t plane, float* band);
 
 // One band row: dst[c * dst_cstride + phase * phase_stride + col] for col < Wp = phase plane row r
-// of source channel c, for c < channels and every phase (build_band's rows).
-void build_band_row(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,
-                    int64_t r, float* dst, int64_t dst_cstride, int64_t phase_stride);
+// of source channel c, for c < channels and every phase (build_band's rows). T = float, or
+// uint16_t for bf16 bits (copied as they are).
+template <typename T>
+void build_band_row(const TapGrid& tg, const T* src, int64_t src_cstride, int64_t channels,
+                    int64_t r, T* dst, int64_t dst_cstride, int64_t phase_stride);
 
 // dst[channel o][s*out + off] = block[o][(r - r0) * Wp + o2] for the output positions of grid
 // rows [r0, r1), o < channels (block row stride ld, dst channel stride dst_cstride).

@@ -1,0 +1,183 @@
+// grid_direct on bf16 inputs (AVX512_BF16): the passes and the weight gradient of
+// algo_grid_direct.cpp with the pair kernels of direct_grid.h, fp32 accumulation, no conversion
+// pass. The bands are built straight from the bf16 bits:
+//
+//   forward / data   band2[c2][phase][plane] = pairs of source channels (2 c2, 2 c2 + 1) at each
+//                    grid column (a zero channel pairs an odd last one); weights packed likewise.
+//   weight           dy2_t[p][o] = pairs of grid columns (2 p, 2 p + 1) of dy, channels-last;
+//                    band2_t[parity][phase][p][c] = pairs (2 p + parity, 2 p + 1 + parity) of each
+//                    band channel, so a tap with an odd shift reads parity 1.
+//
+// The products of bf16 values are exact in fp32; vdpbf16ps adds them with round-to-nearest-even
+// but treats denormal inputs and results as zero (README).
+#include <cstring>
+
+#include "conv/grid_direct_plan.h"
+
+namespace aclnn_cpu::conv::grid_direct {
+namespace {
+
+// packed[ob][c2][t][8] = the pair (W(o, 2 c2, q_t), W(o, 2 c2 + 1, q_t)), zero past m or C.
+void pack_weight_pairs(int64_t m, int64_t C, int64_t T, const int64_t* q, const uint16_t* w,
+                       int64_t so, int64_t si, uint32_t* packed) {
+  const int64_t C2 = ceil_div(C, 2);
+  for (int64_t o0 = 0; o0 < m; o0 += kDirectOcBlock)
+    for (int64_t c2 = 0; c2 < C2; ++c2)
+      for (int64_t t = 0; t < T; ++t, packed += kDirectOcBlock)
+        for (int64_t i = 0; i < kDirectOcBlock; ++i) {
+          const int64_t o = o0 + i, c = 2 * c2;
+          const uint32_t lo = o < m ? w[o * so + c * si + q[t]] : 0;
+          const uint32_t hi = o < m && c + 1 < C ? w[o * so + (c + 1) * si + q[t]] : 0;
+          packed[i] = lo | hi << 16;
+        }
+}
+
+// band2 rows of the block: channel pairs interleaved, built row by row through `row` (two bf16
+// channels x phases x Wp).
+void build_band2(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t C, int64_t r0,
+                 int64_t rows, int64_t plane, uint16_t* row, uint32_t* band2) {
+  const int64_t Wp = tg.Wp(), P = tg.phases(), C2 = ceil_div(C, 2);
+  for (int64_t i = 0; i < tg.band_rows(rows); ++i)
+    for (int64_t c2 = 0; c2 < C2; ++c2) {
+      const int64_t pair = std::min<int64_t>(2, C - 2 * c2);
+      build_band_row(tg, src + 2 * c2 * src_cstride, src_cstride, pair, r0 + i, row, P * Wp, Wp);
+      if (pair == 1) std::memset(row + P * Wp, 0, static_cast<size_t>(P * Wp) * sizeof(uint16_t));
+      for (int64_t ph = 0; ph < P; ++ph)
+        direct_interleave_bf16(row + ph * Wp, row + P * Wp + ph * Wp, Wp,
+                               band2 + (c2 * P + ph) * plane + i * Wp);
+    }
+}
+
+// One pass in bf16: band of pairs, pair kernel, scatter.
+void run_pass(const Pass<uint16_t>& ps, float* shared, const Problem& p, const Blocking& b,
+              const Operands<float>& o) {
+  const ConvGeometry& g = ps.g;
+  const TapGrid& tg = ps.tg;
+  const int64_t plane = band_plane(tg, ps.rows), T = tg.taps, C2 = ceil_div(ps.C, 2);
+  const int64_t* off = nullptr;
+  const GridTap* taps = load_taps(g, tg, plane, shared, &off);
+  uint32_t* packed = reinterpret_cast<uint32_t*>(shared + taps_elems(T));
+  const int64_t pk_g = direct_packed_w_elems(ps.m, C2, T);
+  int64_t* q = const_cast<int64_t*>(off) + T;
+  for (int64_t t = 0; t < T; ++t) q[t] = taps[t].q;
+  for_tasks(g.groups, [&](int64_t grp) {
+    pack_weight_pairs(ps.m, ps.C, T, q, ps.w + grp * ps.wg, ps.so, ps.si, packed + grp * pk_g);
+  });
+  const int64_t blocks = ceil_div(tg.rows(), ps.rows);
+  for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
+    const int64_t blk = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
+    const int64_t r0 = blk * ps.rows, r1 = std::min(tg.rows(), r0 + ps.rows);
+    const int64_t cols = (r1 - r0) * tg.Wp();
+    float* block =
+        slot_scratch(p, b, o);  // [m, cols], then the band of pairs, then one staging row
+    uint32_t* band2 = reinterpret_cast<uint32_t*>(block + round16(ps.m * ps.rows * tg.Wp()));
+    uint16_t* row = reinterpret_cast<uint16_t*>(band2 + ps.C * tg.phases() * plane);
+    build_band2(tg, ps.src + n * ps.src_sample + grp * ps.src_group, ps.src_cstride, ps.C, r0,
+                r1 - r0, plane, row, band2);
+    direct_grid_forward_bf16(ps.m, cols, C2, T, off, band2, tg.phases() * plane,
+                             packed + grp * pk_g, block, cols, ceil_div(ps.cchunk, 2));
+    scatter_block(tg, block, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
+                  ps.dst_cstride);
+  });
+}
+
+// dy2_t[p][o] for the block's grid rows [r0, r1): dy on the grid (bf16, zero in the extra
+// columns and past the block) as pairs of columns, transposed to channels-last.
+void dy_pairs(const TapGrid& tg, const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t r0,
+              int64_t r1, int64_t m16, uint16_t* grid, uint32_t* dy2_t) {
+  const int64_t Wp = tg.Wp(), n = tg.out[2], pairs = ceil_div((r1 - r0) * Wp, 2);
+  for (int64_t o = 0; o < Cog; ++o) {
+    uint16_t* dst = grid + o * 2 * pairs;
+    std::memset(dst, 0, static_cast<size_t>(2 * pairs) * sizeof(uint16_t));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
+      if (o1 < tg.out[1])
+        std::memcpy(dst + (r - r0) * Wp, dy + o * S_out + (o0 * tg.out[1] + o1) * n,
+                    static_cast<size_t>(n) * sizeof(uint16_t));
+    }
+  }
+  direct_transpose_avx512(reinterpret_cast<const float*>(grid), pairs, Cog, pairs,
+                          reinterpret_cast<float*>(dy2_t), m16, m16);
+}
+
+// band2_t[parity][phase][p][c] of the block's band rows, 16 channels at a time through `band`
+// (16 channels x phases x plane bf16).
+void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, int64_t r0,
+                int64_t r1, int64_t plane, int64_t cb16, uint16_t* band, uint32_t* band2_t) {
+  const int64_t Wp = tg.Wp(), P = tg.phases(), count = tg.band_rows(r1 - r0);
+  for (int64_t c = 0; c < nc; c += 16) {
+    const int64_t cnt = std::min<int64_t>(16, nc - c);
+    for (int64_t i = 0; i < count; ++i)
+      build_band_row(tg, x + c * S_in, S_in, cnt, r0 + i, band + i * Wp, P * plane, plane);
+    for (int64_t k = 0; k < cnt; ++k)  // the columns past the band rows (a pair's second half)
+      for (int64_t ph = 0; ph < P; ++ph)
+        std::memset(band + k * P * plane + ph * plane + count * Wp, 0,
+                    static_cast<size_t>(plane - count * Wp) * sizeof(uint16_t));
+    for (int64_t parity = 0; parity < 2; ++parity)
+      for (int64_t ph = 0; ph < P; ++ph)
+        direct_transpose_avx512(
+            reinterpret_cast<const float*>(band + ph * plane + parity), P * plane / 2, cnt,
+            (plane - parity) / 2,
+            reinterpret_cast<float*>(band2_t) + ((parity * P + ph) * (plane / 2)) * cb16 + c, cb16,
+            16);
+  }
+}
+
+}  // namespace
+
+void forward_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  const TapGrid tg = forward_grid(p.g);
+  run_pass(forward_pass(p, b, tg, o.x16, o.w16, o.out), o.shared, p, b, o);
+}
+
+void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  for_data_passes(p, b, o.y16, o.w16, o.out, o.shared,
+                  [&](const Pass<uint16_t>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
+}
+
+void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  const ConvGeometry& g = p.g;
+  const TapGrid tg = forward_grid(g);
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows(), T = tg.taps;
+  const int64_t S_in = g.in_size(), S_out = g.out_size(), m16 = round16(Cog);
+  const int64_t plane = band_plane(tg, b.rows), cb16 = round16(b.cblock), P = tg.phases();
+  // Tap offsets into band2_t, in 32-bit units: the parity of the shift picks the copy.
+  const int64_t* off = nullptr;
+  const GridTap* taps = load_taps(g, tg, plane, o.shared, &off);
+  int64_t* eoff = const_cast<int64_t*>(off);
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t parity = taps[t].shift & 1;
+    eoff[t] = ((parity * P + taps[t].phase) * (plane / 2) + taps[t].shift / 2) * cb16;
+  }
+  for_weight_tasks(
+      p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
+        const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, true);
+        float* base = slot_scratch(p, b, o);
+        uint16_t* dy_grid = reinterpret_cast<uint16_t*>(base);                 // [Cog, cols]
+        uint32_t* dy2_t = reinterpret_cast<uint32_t*>(base + ws.dy);           // [pairs, m16]
+        uint16_t* band = reinterpret_cast<uint16_t*>(base + ws.dy + ws.dy_t);  // [16][P][plane]
+        float* band2_t = base + ws.dy + ws.dy_t + ws.band;  // [2][P][plane/2][cb16]
+        float* dwt = band2_t + ws.band_t;                   // [T, nc, m16]
+        std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
+        for (int64_t n = n0; n < n1; ++n) {
+          for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
+            const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
+            const int64_t pairs = ceil_div((r1 - r0) * tg.Wp(), 2);
+            dy_pairs(tg, o.y16 + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16,
+                     dy_grid, dy2_t);
+            band_pairs(tg, o.x16 + (n * g.C_in + grp * Cig + c0) * S_in, S_in, nc, r0, r1, plane,
+                       cb16, band, reinterpret_cast<uint32_t*>(band2_t));
+            for (int64_t p0 = 0; p0 < pairs; p0 += kWeightCols / 2)
+              direct_grid_weight_bf16(
+                  m16, nc, T, off, reinterpret_cast<const uint32_t*>(band2_t) + p0 * cb16, cb16,
+                  dy2_t + p0 * m16, m16, std::min(kWeightCols / 2, pairs - p0), dwt);
+          }
+        }
+        for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q_t] = dwt[t][c][o]
+          for (int64_t c = 0; c < nc; ++c)
+            for (int64_t t = 0; t < T; ++t)
+              dst[oc * rows + c * g.k_size() + taps[t].q] = dwt[(t * nc + c) * m16 + oc];
+      });
+}
+
+}  // namespace aclnn_cpu::conv::grid_direct

@@ -1,0 +1,210 @@
+// The bf16 direct grid kernels of direct_grid.h, compiled for AVX512_BF16 (reached only after the
+// runtime check, have_avx512_bf16()). vdpbf16ps multiplies pairs of bf16 and adds both products
+// to an fp32 lane: the pairs here are two input channels at one position (forward) or two
+// positions of one channel (weight gradient), so one instruction does twice an fp32 FMA's work.
+// No standard-library template is instantiated inside the target region.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "conv/direct_grid.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "gemm/avx512_util.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+constexpr int kOB = static_cast<int>(kDirectOcBlock);  // forward: output channels per tile
+constexpr int kPV = 3;                                 // forward: 16-column vectors per tile
+constexpr int64_t kTileCols = 16 * kPV;
+constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 output channels)
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+}
+
+// acc[o][v] = sum_{c2, t} w2[o][c2][t] . x2[c2 * plane + off[t] + 16 v + lane]: each unit of x2
+// is the bf16 pair of channels (2 c2, 2 c2 + 1) at one grid column, each unit of w2 the matching
+// weight pair; the dot product of the two pairs is one vdpbf16ps lane.
+template <int OB, int PV, bool kTail>
+void forward_tile(int64_t C2, int64_t T, const int64_t* off, const uint32_t* x, int64_t plane,
+                  const uint32_t* w, float* out, int64_t ldo, const __mmask16* mask, bool add) {
+  __m512 acc[OB][PV];
+#pragma GCC unroll 8
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 8
+    for (int v = 0; v < PV; ++v)
+      acc[o][v] = !add    ? _mm512_setzero_ps()
+                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + 16 * v)
+                          : _mm512_loadu_ps(out + o * ldo + 16 * v);
+  for (int64_t c = 0; c < C2; ++c, x += plane, w += T * kOB) {
+    for (int64_t t = 0; t < T; ++t) {
+      const uint32_t* xp = x + off[t];
+      __m512i xv[PV];
+#pragma GCC unroll 8
+      for (int v = 0; v < PV; ++v)
+        xv[v] = kTail ? _mm512_maskz_loadu_epi32(mask[v], xp + 16 * v)
+                      : _mm512_loadu_si512(xp + 16 * v);
+      const uint32_t* wt = w + t * kOB;
+#pragma GCC unroll 8
+      for (int o = 0; o < OB; ++o) {
+        const __m512i wv = _mm512_set1_epi32(static_cast<int>(wt[o]));
+#pragma GCC unroll 8
+        for (int v = 0; v < PV; ++v) acc[o][v] = dot2(acc[o][v], xv[v], wv);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 8
+    for (int v = 0; v < PV; ++v) {
+      float* dst = out + o * ldo + 16 * v;
+      if (kTail) {
+        _mm512_mask_storeu_ps(dst, mask[v], acc[o][v]);
+      } else {
+        _mm512_storeu_ps(dst, acc[o][v]);
+      }
+    }
+}
+
+using ForwardTile = void (*)(int64_t, int64_t, const int64_t*, const uint32_t*, int64_t,
+                             const uint32_t*, float*, int64_t, const __mmask16*, bool);
+
+template <int PV, bool kTail>
+constexpr ForwardTile kTiles[kOB + 1] = {nullptr,
+                                         forward_tile<1, PV, kTail>,
+                                         forward_tile<2, PV, kTail>,
+                                         forward_tile<3, PV, kTail>,
+                                         forward_tile<4, PV, kTail>,
+                                         forward_tile<5, PV, kTail>,
+                                         forward_tile<6, PV, kTail>,
+                                         forward_tile<7, PV, kTail>,
+                                         forward_tile<8, PV, kTail>};
+
+ForwardTile forward_tile_for(int rows, int64_t cols) {
+  if (cols >= kTileCols) return kTiles<kPV, false>[rows];
+  if (cols > 32) return kTiles<3, true>[rows];
+  if (cols > 16) return kTiles<2, true>[rows];
+  return kTiles<1, true>[rows];
+}
+
+// acc[v][i] = dwt[t][c0 + i][o0 + 16 v ..] += sum_p dy2[p][o] . x2[off + p][c0 + i]: each unit of
+// dy2 is the pair of positions (2p, 2p + 1) of one output channel, each unit of x2 the same two
+// positions of one input channel.
+template <int OV, int RC>
+void weight_tile(const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy, int64_t L2,
+                 float* dwt, int64_t ldw) {
+  __m512 acc[OV][RC];
+#pragma GCC unroll 16
+  for (int v = 0; v < OV; ++v)
+#pragma GCC unroll 16
+    for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
+  for (int64_t p = 0; p < L2; ++p, xt += ldx, dyt += ldy) {
+    __m512i d[OV];
+#pragma GCC unroll 16
+    for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dyt + 16 * v);
+#pragma GCC unroll 16
+    for (int i = 0; i < RC; ++i) {
+      const __m512i b = _mm512_set1_epi32(static_cast<int>(xt[i]));
+#pragma GCC unroll 16
+      for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], b);
+    }
+  }
+#pragma GCC unroll 16
+  for (int v = 0; v < OV; ++v)
+#pragma GCC unroll 16
+    for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
+}
+
+using WeightTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, float*,
+                            int64_t);
+
+template <int OV>
+constexpr WeightTile kWeightTiles[kWC + 1] = {nullptr,
+                                              weight_tile<OV, 1>,
+                                              weight_tile<OV, 2>,
+                                              weight_tile<OV, 3>,
+                                              weight_tile<OV, 4>,
+                                              weight_tile<OV, 5>,
+                                              weight_tile<OV, 6>,
+                                              weight_tile<OV, 7>,
+                                              weight_tile<OV, 8>,
+                                              weight_tile<OV, 9>,
+                                              weight_tile<OV, 10>,
+                                              weight_tile<OV, 11>,
+                                              weight_tile<OV, 12>};
+
+}  // namespace
+
+void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
+                              const uint32_t* x, int64_t plane, const uint32_t* packed, float* out,
+                              int64_t ldo, int64_t c_chunk) {
+  for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {
+    const int64_t cols = min64(kTileCols, n - j0);
+    __mmask16 mask[kPV];
+    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
+    for (int64_t c0 = 0; c0 < C2; c0 += c_chunk) {
+      const int64_t cc = min64(c_chunk, C2 - c0);
+      for (int64_t o0 = 0; o0 < m; o0 += kOB) {
+        const int rows = static_cast<int>(min64(kOB, m - o0));
+        forward_tile_for(rows, cols)(cc, T, off, x + c0 * plane + j0, plane,
+                                     packed + (o0 * C2 + c0 * kOB) * T, out + o0 * ldo + j0, ldo,
+                                     mask, c0 > 0);
+      }
+    }
+  }
+}
+
+void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                             const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
+                             int64_t L2, float* dwt) {
+  const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
+  for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
+    const bool two = o0 + 32 <= m16;
+    for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
+      const int rc = static_cast<int>(base + (i < wide));
+      for (int64_t t = 0; t < T; ++t) {
+        const uint32_t* x = xt + off[t] + c0;
+        float* d = dwt + (t * C + c0) * m16 + o0;
+        if (two) {
+          kWeightTiles<2>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
+        } else {
+          kWeightTiles<1>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
+        }
+      }
+      c0 += rc;
+    }
+  }
+}
+
+void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out) {
+  // Lane i of the result is (a[i], b[i]): 16-bit elements 2i and 2i + 1 from the two sources.
+  const __m512i idx_lo =
+      _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
+                       37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i idx_hi = _mm512_add_epi16(idx_lo, _mm512_set1_epi16(16));
+  for (int64_t i = 0; i < n; i += 32) {
+    const int64_t k = min64(32, n - i);
+    const __mmask32 m = k >= 32 ? 0xffffffffu : (1u << k) - 1;
+    const __m512i va = _mm512_maskz_loadu_epi16(m, a + i), vb = _mm512_maskz_loadu_epi16(m, b + i);
+    _mm512_mask_storeu_epi32(out + i, gemm::first_lanes(k),
+                             _mm512_permutex2var_epi16(va, idx_lo, vb));
+    if (k > 16)
+      _mm512_mask_storeu_epi32(out + i + 16, gemm::first_lanes(k - 16),
+                               _mm512_permutex2var_epi16(va, idx_hi, vb));
+  }
+}
+
+}  // namespace aclnn_cpu::conv
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options

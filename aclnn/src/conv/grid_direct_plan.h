@@ -1,0 +1,195 @@
+// What the fp32 and bf16 runs of grid_direct (algo_grid_direct*.cpp) share: the blocking rules
+// and the scratch layouts they plan with.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "conv/algo_support.h"
+#include "conv/algorithm.h"
+#include "conv/direct_grid.h"
+#include "conv/tap_grid.h"
+
+namespace aclnn_cpu::conv::grid_direct {
+
+constexpr double kMinMacs = double(1 << 22);
+constexpr double kMaxGridWaste = 0.25;
+constexpr int64_t kBlockBytes = int64_t{512} << 10;  // a task's output block, about half of L2
+constexpr int64_t kWindowBytes = int64_t{24} << 10;  // forward: band window per channel chunk
+constexpr int64_t kWeightCols = 128;                 // weight gradient: positions per kernel call
+constexpr int64_t kWeightChannels = 96;  // weight gradient: most input channels per task
+
+inline int64_t round16(int64_t v) {
+  return ceil_div(v, 16) * 16;
+}
+
+// Grid rows per task for an m-channel output block, with about `want` tasks per grid.
+inline int64_t rows_per_task(const TapGrid& tg, int64_t m, int64_t want) {
+  const int64_t by_budget =
+      std::max<int64_t>(1, kBlockBytes / (std::max<int64_t>(m, 1) * tg.Wp() * 4));
+  return std::clamp<int64_t>(std::min(by_budget, ceil_div(tg.rows(), std::max<int64_t>(want, 1))),
+                             1, std::max<int64_t>(tg.rows(), 1));
+}
+
+// Phase stride of a band of `rows` grid rows (a multiple of 16 floats).
+inline int64_t band_plane(const TapGrid& tg, int64_t rows) {
+  return round16(tg.band_rows(rows) * tg.Wp());
+}
+
+// Channels per chunk: the band window of a 48-column tile (every tap row it touches, each 48 + the
+// kernel's W reach + a vector of slack) within kWindowBytes.
+inline int64_t channel_chunk(const TapGrid& tg, const ConvGeometry& g, int64_t channels) {
+  const int64_t rows = ceil_div(tg.taps, std::max<int64_t>(g.k[2], 1));
+  const int64_t window = rows * (48 + (tg.ext[2] - tg.out[2]) + 16) * 4;
+  return std::clamp<int64_t>(kWindowBytes / std::max<int64_t>(window, 1), 4,
+                             std::max<int64_t>(channels, 4));
+}
+
+inline Fit applies(const Problem& p, double waste) {
+  Fit f;
+  const ConvGeometry& g = p.g;
+  if (p.fp64 || !p.avx512) {
+    f.reason = "needs fp32 and AVX-512";
+  } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
+    f.reason = "empty";
+  } else if (forward_phases(g) > kMaxPhases || data_phase_count(g) > kMaxPhases) {
+    f.reason = "more than 64 stride phases";
+  } else {
+    f.applies = true;
+    f.preferred = p.macs() >= kMinMacs && waste <= kMaxGridWaste;
+    f.reason = p.macs() < kMinMacs ? "below 4M multiply-adds"
+               : f.preferred       ? "grid waste " + std::to_string(int(waste * 100)) + "%"
+                                   : "grid waste " + std::to_string(int(waste * 100)) + "% > 25%";
+  }
+  return f;
+}
+
+// A cost rule on top of applies(): `reluctant` names why the direct form loses to the GEMM
+// lowerings here (measured), and drops the preference.
+inline void prefer_not(Fit& f, bool reluctant, const char* why) {
+  if (f.applies && f.preferred && reluctant) f.preferred = false, f.reason = why;
+}
+
+// Shared scratch of a pass: the taps (3 int64 each), their band offsets and weight taps (int64
+// each), then the packed weights.
+inline int64_t taps_elems(int64_t taps) {
+  return round16(10 * taps);
+}
+
+// The taps of `tg` and their offsets into a band of phase stride `plane`, written to `at`.
+inline const GridTap* load_taps(const ConvGeometry& g, const TapGrid& tg, int64_t plane, float* at,
+                                const int64_t** off) {
+  GridTap* taps = reinterpret_cast<GridTap*>(at);
+  int64_t* offs = reinterpret_cast<int64_t*>(taps + tg.taps);
+  grid_taps(g, tg, taps);
+  for (int64_t t = 0; t < tg.taps; ++t) offs[t] = taps[t].phase * plane + taps[t].shift;
+  *off = offs;
+  return taps;
+}
+
+// A forward-form pass (forward, or one phase of the data gradient) over one tap grid: m output
+// channels from C source channels per group (Src: float, or uint16_t bf16 bits); weights
+// W(o, c, q) = w[o * so + c * si + q] (group grp at w + grp * wg). Tasks (sample, group, row
+// block) of `rows` grid rows; source channels in chunks of `cchunk`.
+template <typename Src>
+struct Pass {
+  const ConvGeometry& g;
+  const TapGrid& tg;
+  int64_t m, C, rows, cchunk;
+  const Src* src;  // sample 0, group 0 source channel 0
+  int64_t src_sample, src_group, src_cstride;
+  float* dst;
+  int64_t dst_sample, dst_group, dst_cstride;
+  const Src* w;
+  int64_t wg, so, si;
+};
+
+// Per-slot scratch of a pass: its [m, rows*Wp] block, the band (fp32: C channels; bf16: C/2 pairs
+// of 32 bits), and one band row of two channels (bf16 staging).
+inline int64_t pass_slot_elems(const TapGrid& tg, int64_t m, int64_t C, int64_t rows) {
+  return round16(m * rows * tg.Wp()) + C * tg.phases() * band_plane(tg, rows) +
+         round16(tg.phases() * tg.Wp());
+}
+// Shared scratch of a pass: its taps, then the packed weights of every group.
+inline int64_t pass_shared_elems(const TapGrid& tg, int64_t m, int64_t C, int64_t groups) {
+  return taps_elems(tg.taps) + groups * direct_packed_w_elems(m, C, tg.taps);
+}
+
+// The forward's pass: y [N, C_out, S_out] from x [N, C_in, S_in] and w [C_out, Cig, K].
+template <typename Src>
+Pass<Src> forward_pass(const Problem& p, const Blocking& b, const TapGrid& tg, const Src* x,
+                       const Src* w, float* y) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
+  return Pass<Src>{g,
+                   tg,
+                   Cog,
+                   Cig,
+                   b.rows,
+                   b.cblock,
+                   x,
+                   g.C_in * g.in_size(),
+                   Cig * g.in_size(),
+                   g.in_size(),
+                   y,
+                   g.C_out * g.out_size(),
+                   Cog * g.out_size(),
+                   g.out_size(),
+                   w,
+                   Cog * Cig * K,
+                   Cig * K,
+                   K};
+}
+
+// The data gradient's passes, one per phase of dx (tap_grid.h): run(pass, shared) with the shared
+// scratch of each phase after the previous one's; phases no tap reaches are zeroed.
+// dx[c] (phase) = sum_{o, t} w[o][c][q_t] * dy[o][shifted]: W(c, o, q) = w[o*Cig*K + c*K + q].
+template <typename Src, typename Run>
+void for_data_passes(const Problem& p, const Blocking& b, const Src* dy, const Src* w, float* dx,
+                     float* shared, Run&& run) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
+  for (int64_t i = 0; i < data_phase_count(g); ++i) {
+    const TapGrid tg = data_grid(g, data_phase(g, i));
+    if (tg.empty()) {
+      for_tasks(g.N, [&](int64_t n) {
+        zero_outputs(tg, g.C_in, dx + n * g.C_in * g.in_size(), g.in_size());
+      });
+      continue;
+    }
+    run(Pass<Src>{g, tg, Cig, Cog, b.rows, b.cblock, dy, g.C_out * g.out_size(), Cog * g.out_size(),
+                  g.out_size(), dx, g.C_in * g.in_size(), Cig * g.in_size(), g.in_size(), w,
+                  Cog * Cig * K, K, Cig * K},
+        shared);
+    shared += pass_shared_elems(tg, Cig, Cog, g.groups);
+  }
+}
+
+// backward_weight scratch of one slot, in floats. fp32: dy of a block in channels-last form, the
+// band's phase planes likewise, one band row of 16 channels (staging for the transposes), and
+// dwt. bf16 (pairs of positions): dy of the block on the grid, then as pairs channels-last; the
+// band of 16 channels, then its two parities of pairs channels-last; and dwt.
+struct WeightScratch {
+  int64_t dy, dy_t, band, band_t, dwt;
+  int64_t total() const { return dy + dy_t + band + band_t + dwt; }
+};
+
+inline WeightScratch weight_scratch(const ConvGeometry& g, const TapGrid& tg, int64_t cb,
+                                    int64_t rows, bool bf16) {
+  const int64_t plane = band_plane(tg, rows), m16 = round16(g.cout_g()), cols = rows * tg.Wp();
+  const int64_t dwt = round16(tg.taps * cb * m16), P = tg.phases();
+  if (!bf16)
+    return WeightScratch{0, round16(cols * m16), round16(16 * P * tg.Wp()), P * plane * round16(cb),
+                         dwt};
+  const int64_t pairs = ceil_div(cols, 2);
+  return WeightScratch{round16(g.cout_g() * pairs), round16(pairs * m16), round16(8 * P * plane),
+                       P * plane * round16(cb), dwt};
+}
+
+// The bf16 runs (algo_grid_direct_bf16.cpp): Operands' x16/w16/y16 inputs.
+void forward_bf16(const Problem& p, const Blocking& b, const Operands<float>& o);
+void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<float>& o);
+void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<float>& o);
+
+}  // namespace aclnn_cpu::conv::grid_direct
