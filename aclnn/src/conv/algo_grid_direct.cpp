@@ -31,8 +31,19 @@ namespace {
 
 using namespace grid_direct;
 
-// One pass in fp32: band, direct forward kernel, scatter.
-void run_pass(const Pass<float>& ps, float* shared, const Problem& p, const Blocking& b,
+// packed[ob][c][t][8] = W(ob*8 + i, c, q[t]) = w[(ob*8 + i) * so + c * si + q[t]] as fp32, zero
+// for output channels past m.
+void pack_weights(int64_t m, int64_t C, int64_t T, const int64_t* q, const Source& w, int64_t so,
+                  int64_t si, float* packed) {
+  for (int64_t o0 = 0; o0 < m; o0 += kDirectOcBlock)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t t = 0; t < T; ++t, packed += kDirectOcBlock)
+        for (int64_t i = 0; i < kDirectOcBlock; ++i)
+          packed[i] = o0 + i < m ? w.value((o0 + i) * so + c * si + q[t]) : 0.0f;
+}
+
+// One pass in fp32: band (converted from the source's dtype), direct forward kernel, scatter.
+void run_pass(const Pass<Source>& ps, float* shared, const Problem& p, const Blocking& b,
               const Operands<float>& o) {
   const ConvGeometry& g = ps.g;
   const TapGrid& tg = ps.tg;
@@ -45,7 +56,7 @@ void run_pass(const Pass<float>& ps, float* shared, const Problem& p, const Bloc
   int64_t* q = const_cast<int64_t*>(off) + T;  // after the offsets (within taps_elems)
   for (int64_t t = 0; t < T; ++t) q[t] = taps[t].q;
   for_tasks(g.groups, [&](int64_t grp) {
-    direct_pack_weights(ps.m, ps.C, T, q, ps.w + grp * ps.wg, ps.so, ps.si, packed + grp * pk_g);
+    pack_weights(ps.m, ps.C, T, q, advance(ps.w, grp * ps.wg), ps.so, ps.si, packed + grp * pk_g);
   });
   const int64_t blocks = ceil_div(tg.rows(), ps.rows);
   for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
@@ -54,8 +65,8 @@ void run_pass(const Pass<float>& ps, float* shared, const Problem& p, const Bloc
     const int64_t cols = (r1 - r0) * tg.Wp();
     float* block = slot_scratch(p, b, o);                     // [m, cols]
     float* band = block + round16(ps.m * ps.rows * tg.Wp());  // [C][phase][plane]
-    build_band(tg, ps.src + n * ps.src_sample + grp * ps.src_group, ps.src_cstride, ps.C, r0,
-               r1 - r0, plane, band);
+    build_band(tg, advance(ps.src, n * ps.src_sample + grp * ps.src_group), ps.src_cstride, ps.C,
+               r0, r1 - r0, plane, band);
     direct_grid_forward_avx512(ps.m, cols, ps.C, T, off, band, tg.phases() * plane,
                                packed + grp * pk_g, block, cols, ps.cchunk);
     scatter_block(tg, block, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
@@ -77,7 +88,7 @@ Fit plan_forward(const Problem& p) {
 
 void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const TapGrid tg = forward_grid(p.g);
-  run_pass(forward_pass(p, b, tg, o.x, o.w, o.out), o.shared, p, b, o);
+  run_pass(forward_pass(p, b, tg, o.xsrc, o.wsrc, o.out), o.shared, p, b, o);
 }
 
 // backward_data: the phases of dx, each a pass with its own tap grid; the shared scratch holds
@@ -110,8 +121,8 @@ Fit plan_data(const Problem& p) {
 }
 
 void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  for_data_passes(p, b, o.y, o.w, o.out, o.shared,
-                  [&](const Pass<float>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
+  for_data_passes(p, b, o.ysrc, o.wsrc, o.out, o.shared,
+                  [&](const Pass<Source>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
 }
 
 Fit plan_weight(const Problem& p) {
@@ -134,28 +145,36 @@ Fit plan_weight(const Problem& p) {
 
 // dy_t[(r - r0) * Wp + col][o] = dy[o] at the output position of grid column (r, col), zero in
 // the grid's extra columns and past Cog.
-void dy_channels_last(const TapGrid& tg, const float* dy, int64_t S_out, int64_t Cog, int64_t r0,
-                      int64_t r1, int64_t m16, float* dy_t) {
+void dy_channels_last(const TapGrid& tg, const Source& dy, int64_t S_out, int64_t Cog, int64_t r0,
+                      int64_t r1, int64_t m16, float* stage, float* dy_t) {
   const int64_t Wp = tg.Wp(), n = tg.out[2];
   for (int64_t r = r0; r < r1; ++r) {
     float* dst = dy_t + (r - r0) * Wp * m16;
     const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
     const int64_t valid = o1 < tg.out[1] ? n : 0;  // rows between 3d planes are all padding
-    if (valid > 0)
-      direct_transpose_avx512(dy + (o0 * tg.out[1] + o1) * n, S_out, Cog, n, dst, m16, m16);
+    const Source row = dy.at((o0 * tg.out[1] + o1) * n);
+    if (valid > 0 && dy.kind == SrcKind::kF32) {
+      direct_transpose_avx512(static_cast<const float*>(row.data), S_out, Cog, n, dst, m16, m16);
+    } else if (valid > 0) {  // other dtypes: 16 channels converted into `stage`, then transposed
+      for (int64_t o = 0; o < m16; o += 16) {
+        const int64_t cnt = std::clamp<int64_t>(Cog - o, 0, 16);
+        for (int64_t k = 0; k < cnt; ++k) row.at((o + k) * S_out).convert(n, 1, stage + k * n);
+        direct_transpose_avx512(stage, n, cnt, n, dst + o, m16, 16);
+      }
+    }
     std::memset(dst + valid * m16, 0, static_cast<size_t>((Wp - valid) * m16) * sizeof(float));
   }
 }
 
 // band_t[phase][i * Wp + col][c] for the band rows of grid rows [r0, r1): channels-last copies of
 // the band's phase planes, built 16 channels of one row at a time through `row`.
-void band_channels_last(const TapGrid& tg, const float* x, int64_t S_in, int64_t nc, int64_t r0,
+void band_channels_last(const TapGrid& tg, const Source& x, int64_t S_in, int64_t nc, int64_t r0,
                         int64_t r1, int64_t plane, int64_t cb16, float* row, float* band_t) {
   const int64_t Wp = tg.Wp(), P = tg.phases();
   for (int64_t i = 0; i < tg.band_rows(r1 - r0); ++i)
     for (int64_t c = 0; c < nc; c += 16) {
       const int64_t cnt = std::min<int64_t>(16, nc - c);
-      build_band_row(tg, x + c * S_in, S_in, cnt, r0 + i, row, P * Wp, Wp);
+      build_band_row(tg, x.at(c * S_in), S_in, cnt, r0 + i, row, P * Wp, Wp);
       for (int64_t ph = 0; ph < P; ++ph)
         direct_transpose_avx512(row + ph * Wp, P * Wp, cnt, Wp,
                                 band_t + (ph * plane + i * Wp) * cb16 + c, cb16, 16);
@@ -184,10 +203,10 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
             const int64_t r1 = std::min(tg.rows(), r0 + b.rows), cols = (r1 - r0) * tg.Wp();
-            dy_channels_last(tg, o.y + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16,
-                             dy_t);
-            band_channels_last(tg, o.x + (n * g.C_in + grp * Cig + c0) * S_in, S_in, nc, r0, r1,
-                               plane, cb16, row, band_t);
+            dy_channels_last(tg, o.ysrc.at((n * g.C_out + grp * Cog) * S_out), S_out, Cog, r0, r1,
+                             m16, row, dy_t);
+            band_channels_last(tg, o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in), S_in, nc, r0,
+                               r1, plane, cb16, row, band_t);
             for (int64_t j0 = 0; j0 < cols; j0 += kWeightCols)
               direct_grid_weight_avx512(m16, nc, T, off, band_t + j0 * cb16, cb16, dy_t + j0 * m16,
                                         m16, std::min(kWeightCols, cols - j0), dwt);
@@ -202,23 +221,42 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
 
 }  // namespace
 
-bool have_avx512_bf16() {
+bool bf16_dot_kernels() {
   static const bool yes = [] {
-    const char* off = std::getenv("ACLNN_CPU_NO_BF16");
-    if (off && off[0] == '1') return false;
     __builtin_cpu_init();
-    return gemm::have_avx512() && __builtin_cpu_supports("avx512bf16") != 0;
+    if (!gemm::have_avx512() || __builtin_cpu_supports("avx512bf16") == 0) return false;
+    const char* env = std::getenv("ACLNN_CPU_BF16_DOT");
+    if (env && (env[0] == '0' || env[0] == '1')) return env[0] == '1';
+    // AMD Zen 4/5 issue vdpbf16ps at the rate of an fp32 FMA (two products per lane); Intel's
+    // Sapphire/Emerald Rapids at half that rate (this VM: 86 vs 175 GFLOP/s per core), where
+    // converting bf16 to fp32 in the bands and running the fp32 FMA kernels is twice as fast.
+    return __builtin_cpu_is("amd") != 0;
   }();
   return yes;
 }
 
-const Algorithm kGridDirectForward{"grid_direct", Primitive::kForward,      plan_forward, forward,
-                                   nullptr,       grid_direct::forward_bf16};
-const Algorithm kGridDirectData{"grid_direct", Primitive::kBackwardData,
-                                plan_data,     backward_data,
-                                nullptr,       grid_direct::backward_data_bf16};
-const Algorithm kGridDirectWeight{"grid_direct", Primitive::kBackwardWeight,
-                                  plan_weight,   backward_weight,
-                                  nullptr,       grid_direct::backward_weight_bf16};
+// run_f32 reads the inputs as stored (fp32, fp16 or bf16, rounded per cubeMathType) and
+// converts them as it builds its bands; run_bf16 is the AVX512_BF16 dot-product form.
+const Algorithm kGridDirectForward{"grid_direct",
+                                   Primitive::kForward,
+                                   plan_forward,
+                                   forward,
+                                   nullptr,
+                                   grid_direct::forward_bf16,
+                                   /*reads_sources=*/true};
+const Algorithm kGridDirectData{"grid_direct",
+                                Primitive::kBackwardData,
+                                plan_data,
+                                backward_data,
+                                nullptr,
+                                grid_direct::backward_data_bf16,
+                                /*reads_sources=*/true};
+const Algorithm kGridDirectWeight{"grid_direct",
+                                  Primitive::kBackwardWeight,
+                                  plan_weight,
+                                  backward_weight,
+                                  nullptr,
+                                  grid_direct::backward_weight_bf16,
+                                  /*reads_sources=*/true};
 
 }  // namespace aclnn_cpu::conv

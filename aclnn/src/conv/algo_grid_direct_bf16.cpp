@@ -1,6 +1,6 @@
-// grid_direct on bf16 inputs (AVX512_BF16): the passes and the weight gradient of
-// algo_grid_direct.cpp with the pair kernels of direct_grid.h, fp32 accumulation, no conversion
-// pass. The bands are built straight from the bf16 bits:
+// grid_direct on bf16 inputs with the AVX512_BF16 dot kernels (where bf16_dot_kernels()): the
+// passes and the weight gradient of algo_grid_direct.cpp with the pair kernels of direct_grid.h,
+// fp32 accumulation, no conversion pass. The bands are built straight from the bf16 bits:
 //
 //   forward / data   band2[c2][phase][plane] = pairs of source channels (2 c2, 2 c2 + 1) at each
 //                    grid column (a zero channel pairs an odd last one); weights packed likewise.
@@ -49,7 +49,7 @@ void build_band2(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, in
 }
 
 // One pass in bf16: band of pairs, pair kernel, scatter.
-void run_pass(const Pass<uint16_t>& ps, float* shared, const Problem& p, const Blocking& b,
+void run_pass(const Pass<const uint16_t*>& ps, float* shared, const Problem& p, const Blocking& b,
               const Operands<float>& o) {
   const ConvGeometry& g = ps.g;
   const TapGrid& tg = ps.tg;
@@ -61,7 +61,8 @@ void run_pass(const Pass<uint16_t>& ps, float* shared, const Problem& p, const B
   int64_t* q = const_cast<int64_t*>(off) + T;
   for (int64_t t = 0; t < T; ++t) q[t] = taps[t].q;
   for_tasks(g.groups, [&](int64_t grp) {
-    pack_weight_pairs(ps.m, ps.C, T, q, ps.w + grp * ps.wg, ps.so, ps.si, packed + grp * pk_g);
+    pack_weight_pairs(ps.m, ps.C, T, q, advance(ps.w, grp * ps.wg), ps.so, ps.si,
+                      packed + grp * pk_g);
   });
   const int64_t blocks = ceil_div(tg.rows(), ps.rows);
   for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
@@ -72,8 +73,8 @@ void run_pass(const Pass<uint16_t>& ps, float* shared, const Problem& p, const B
         slot_scratch(p, b, o);  // [m, cols], then the band of pairs, then one staging row
     uint32_t* band2 = reinterpret_cast<uint32_t*>(block + round16(ps.m * ps.rows * tg.Wp()));
     uint16_t* row = reinterpret_cast<uint16_t*>(band2 + ps.C * tg.phases() * plane);
-    build_band2(tg, ps.src + n * ps.src_sample + grp * ps.src_group, ps.src_cstride, ps.C, r0,
-                r1 - r0, plane, row, band2);
+    build_band2(tg, advance(ps.src, n * ps.src_sample + grp * ps.src_group), ps.src_cstride, ps.C,
+                r0, r1 - r0, plane, row, band2);
     direct_grid_forward_bf16(ps.m, cols, C2, T, off, band2, tg.phases() * plane,
                              packed + grp * pk_g, block, cols, ceil_div(ps.cchunk, 2));
     scatter_block(tg, block, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
@@ -131,8 +132,9 @@ void forward_bf16(const Problem& p, const Blocking& b, const Operands<float>& o)
 }
 
 void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  for_data_passes(p, b, o.y16, o.w16, o.out, o.shared,
-                  [&](const Pass<uint16_t>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
+  for_data_passes(
+      p, b, o.y16, o.w16, o.out, o.shared,
+      [&](const Pass<const uint16_t*>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
 }
 
 void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "conv/geometry.h"
+#include "conv/source.h"
 
 namespace aclnn_cpu::conv {
 
@@ -77,6 +78,9 @@ struct Operands {
   const uint16_t* x16 = nullptr;
   const uint16_t* w16 = nullptr;
   const uint16_t* y16 = nullptr;
+  // Algorithms with reads_sources: the inputs as stored (dense, any of fp32/fp16/bf16, with the
+  // cubeMathType rounding to apply), converted as they read them (x, w, y above are then null).
+  Source xsrc, wsrc, ysrc;
 };
 
 // An algorithm's answer in phase 1.
@@ -96,6 +100,9 @@ struct Algorithm {
   // Reads bf16 inputs natively (fp32 accumulation into `out`); null: bf16 inputs are converted
   // to fp32 first.
   void (*run_bf16)(const Problem&, const Blocking&, const Operands<float>&) = nullptr;
+  // run_f32 reads Operands::xsrc/wsrc/ysrc (any float dtype, rounded as it reads them) instead of
+  // fp32 copies: no separate conversion pass.
+  bool reads_sources = false;
 };
 
 // Every registered algorithm of `p`, in order of preference.

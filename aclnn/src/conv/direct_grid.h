@@ -26,6 +26,8 @@
 
 #include <cstdint>
 
+#include "conv/source.h"
+
 namespace aclnn_cpu::conv {
 
 // Output channels per forward register tile; packed weights come in blocks of this many.
@@ -35,11 +37,6 @@ inline constexpr int64_t kDirectOcBlock = 8;
 inline int64_t direct_packed_w_elems(int64_t m, int64_t C, int64_t T) {
   return (m + kDirectOcBlock - 1) / kDirectOcBlock * kDirectOcBlock * C * T;
 }
-
-// packed[ob][c][t][8] = w[(ob*8 + i) * so + c * si + q[t]] (the weight of output channel ob*8 + i,
-// input channel c, kernel tap q[t]), zero for output channels past m.
-void direct_pack_weights(int64_t m, int64_t C, int64_t T, const int64_t* q, const float* w,
-                         int64_t so, int64_t si, float* packed);
 
 // out[o * ldo + j] = sum_{c, t} w[o][c][t] * x[c * plane + off[t] + j] for o < m, j < n, with the
 // weights packed by direct_pack_weights. Reads x only at the offsets named (masked past n).
@@ -61,7 +58,7 @@ void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t*
 void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
                              float* dst, int64_t ld_dst, int64_t width);
 
-// bf16 (AVX512_BF16, direct_grid_bf16_avx512.cpp; call after have_avx512_bf16()): the same
+// bf16 (AVX512_BF16, direct_grid_bf16_avx512.cpp; where bf16_dot_kernels()): the same
 // kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of
 // input channels (2 c2, 2 c2 + 1) as 32-bit units (C2 = ceil(C / 2) pairs; off and plane in
 // units). Weight: xt and dyt hold pairs of positions (2 p, 2 p + 1) as units, channels-last (ldx,
@@ -74,9 +71,18 @@ void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* o
                              int64_t L2, float* dwt);
 // out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs.
 void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
-// Whether the bf16 kernels can run (AVX512_BF16; ACLNN_CPU_NO_BF16=1 says no, to test the fp32
-// conversion path).
-bool have_avx512_bf16();
+// Whether bf16 convolutions run the dot kernels above: AVX512_BF16 on a CPU that issues
+// vdpbf16ps at the fp32 FMA's rate (AMD); elsewhere bf16 is converted to fp32 in the bands.
+// ACLNN_CPU_BF16_DOT=1 / 0 overrides (on AVX512_BF16 CPUs), so both forms can be tested anywhere.
+bool bf16_dot_kernels();
+
+// dst[i] = element i of a `kind` source as fp32 (converted, rounded) for i < n; bit-exact with
+// Source::value.
+void direct_convert_avx512(SrcKind kind, const void* src, int64_t n, float* dst);
+
+// dst[i] = src[i] rounded to fp16 (bf16 == false) or bf16 bits, to nearest even, for i < n;
+// bit-exact with half.h's float_to_half / float_to_bf16.
+void direct_narrow_avx512(bool bf16, const float* src, int64_t n, uint16_t* dst);
 
 // even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n: the two phase planes of a stride-2 row.
 void direct_split2_avx512(const float* src, int64_t n, float* even, float* odd);

@@ -7,7 +7,7 @@
 #include "conv/direct_grid.h"
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -153,16 +153,6 @@ void weight_channels(int rc, const float* xt, int64_t ldx, const float* dyt, int
 
 }  // namespace
 
-void direct_pack_weights(int64_t m, int64_t C, int64_t T, const int64_t* q, const float* w,
-                         int64_t so, int64_t si, float* packed) {
-  for (int64_t o0 = 0; o0 < m; o0 += kOB) {
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t t = 0; t < T; ++t, packed += kOB)
-        for (int64_t i = 0; i < kOB; ++i)
-          packed[i] = o0 + i < m ? w[(o0 + i) * so + c * si + q[t]] : 0.0f;
-  }
-}
-
 void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                                 const float* x, int64_t plane, const float* packed, float* out,
                                 int64_t ldo, int64_t c_chunk) {
@@ -220,6 +210,71 @@ void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int
       const int64_t n = min64(16, cols - c0);
       for (int64_t i = 0; i < n; ++i) _mm512_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
     }
+  }
+}
+
+// HF32: keep the fp32 exponent, drop the low 12 mantissa bits with round-to-nearest-even; inf and
+// NaN unchanged (half.h round_to_hf32).
+static inline __m512 round_hf32(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 12), _mm512_set1_epi32(1));
+  const __m512i r =
+      _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FF)), odd),
+                       _mm512_set1_epi32(~0xFFF));
+  const __mmask16 special = _mm512_cmpeq_epi32_mask(
+      _mm512_and_si512(x, _mm512_set1_epi32(0x7F800000)), _mm512_set1_epi32(0x7F800000));
+  return _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, special, x));
+}
+
+// fp16 rounding (round to nearest even, overflow to inf, quiet NaN) and back, as half.h's
+// round_to_half: F16C implements exactly that conversion.
+static inline __m512 round_fp16(__m512 v) {
+  return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+void direct_convert_avx512(SrcKind kind, const void* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = gemm::first_lanes(n - i);
+    __m512 v;
+    switch (kind) {
+      case SrcKind::kF16:
+        v = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(src) + i));
+        break;
+      case SrcKind::kBF16:
+      case SrcKind::kBF16Fp16:
+        v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(
+                                                      m, static_cast<const uint16_t*>(src) + i)),
+                                                  16));
+        if (kind == SrcKind::kBF16Fp16) v = round_fp16(v);
+        break;
+      default:
+        v = _mm512_maskz_loadu_ps(m, static_cast<const float*>(src) + i);
+        if (kind == SrcKind::kF32Hf32) v = round_hf32(v);
+        if (kind == SrcKind::kF32Fp16) v = round_fp16(v);
+        break;
+    }
+    _mm512_mask_storeu_ps(dst + i, m, v);
+  }
+}
+
+void direct_narrow_avx512(bool bf16, const float* src, int64_t n, uint16_t* dst) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = gemm::first_lanes(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, src + i);
+    __m256i h;
+    if (!bf16) {
+      h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    } else {  // x + 0x7FFF + (bit 16 of x), upper half; NaN: upper half with the quiet bit set
+      const __m512i x = _mm512_castps_si512(v);
+      const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+      __m512i r = _mm512_srli_epi32(
+          _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+      const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      r = _mm512_mask_mov_epi32(r, nan,
+                                _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40)));
+      h = _mm512_cvtepi32_epi16(r);
+    }
+    _mm256_mask_storeu_epi16(dst + i, m, h);
   }
 }
 

@@ -1,5 +1,5 @@
 // The bf16 direct grid kernels of direct_grid.h, compiled for AVX512_BF16 (reached only after the
-// runtime check, have_avx512_bf16()). vdpbf16ps multiplies pairs of bf16 and adds both products
+// runtime check, bf16_dot_kernels()). vdpbf16ps multiplies pairs of bf16 and adds both products
 // to an fp32 lane: the pairs here are two input channels at one position (forward) or two
 // positions of one channel (weight gradient), so one instruction does twice an fp32 FMA's work.
 // No standard-library template is instantiated inside the target region.

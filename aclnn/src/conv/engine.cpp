@@ -46,7 +46,9 @@ struct Plan {
   // Workspace offsets of the dense compute copies / results, and of the algorithms' scratch
   // (one region: the primitives run one after another).
   uint64_t x = kNotInWorkspace, w = kNotInWorkspace, y = kNotInWorkspace, bias = kNotInWorkspace;
-  uint64_t x16 = kNotInWorkspace, w16 = kNotInWorkspace, y16 = kNotInWorkspace;  // bf16 copies
+  // Dense copies in the inputs' own dtype, for algorithms that read them as stored (bf16 dot
+  // kernels, reads_sources), where the views are not dense already.
+  uint64_t x_raw = kNotInWorkspace, w_raw = kNotInWorkspace, y_raw = kNotInWorkspace;
   uint64_t out_y = kNotInWorkspace, out_x = kNotInWorkspace, out_w = kNotInWorkspace;
   uint64_t out_bias = kNotInWorkspace, scratch = kNotInWorkspace;
   uint64_t bytes = 0;
@@ -107,10 +109,31 @@ bool plan_tbc(Plan& p) {
   return true;
 }
 
-// Reserves a dense bf16 copy of `v` (for the bf16 kernels) unless it is dense already.
-uint64_t reserve_bf16(Layout& layout, bool needed, const std::optional<View5>& v) {
-  if (!needed || !v || v->numel() == 0 || bf16_usable_in_place(*v)) return kNotInWorkspace;
-  return layout.add(static_cast<unsigned __int128>(v->numel()) * sizeof(uint16_t));
+// Reserves a dense copy of `v` in its own dtype unless it is dense already.
+uint64_t reserve_raw(Layout& layout, bool needed, const std::optional<View5>& v) {
+  if (!needed || !v || v->numel() == 0 || v->contiguous()) return kNotInWorkspace;
+  return layout.add(static_cast<unsigned __int128>(v->numel()) * dtype_size(v->dtype));
+}
+
+// Whether a choice reads its inputs as stored (bf16 bits or Sources) rather than as T copies.
+bool reads_raw(const Choice& c) {
+  return c.bf16 || c.algo->reads_sources;
+}
+
+// Which inputs the chosen algorithms read as T copies (t) and as stored (raw): x, w, y.
+struct InputUse {
+  bool t[3] = {}, raw[3] = {};
+};
+InputUse input_use(const Plan& p) {
+  // forward reads x and w, backward_data y and w, backward_weight x and y.
+  static constexpr bool kReads[kPrimitiveCount][3] = {
+      {true, true, false}, {false, true, true}, {true, false, true}};
+  InputUse u;
+  for (int i = 0; i < kPrimitiveCount; ++i) {
+    if (!p.choice[i]) continue;
+    for (int k = 0; k < 3; ++k) (reads_raw(*p.choice[i]) ? u.raw[k] : u.t[k]) |= kReads[i][k];
+  }
+  return u;
 }
 
 template <typename T>
@@ -120,26 +143,19 @@ void plan_workspace(Plan& p) {
   const bool need[kPrimitiveCount] = {j.out_y.has_value(), j.out_x.has_value(),
                                       j.out_w.has_value()};
   unsigned __int128 scratch = 0;
-  // Which primitives read x / w / y, and in which form (fp32/fp64 copies, or bf16).
-  bool x32 = false, w32 = false, y32 = false, x16 = false, w16 = false, y16 = false;
-  const bool uses_x[kPrimitiveCount] = {true, false, true}, uses_w[] = {true, true, false},
-             uses_y[] = {false, true, true};
   for (int i = 0; i < kPrimitiveCount; ++i) {
     if (!need[i]) continue;
     p.choice[i] = choose_algorithm(static_cast<Primitive>(i), p.problem);
     scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
-    const bool b16 = p.choice[i]->bf16;
-    (b16 ? x16 : x32) |= uses_x[i];
-    (b16 ? w16 : w32) |= uses_w[i];
-    (b16 ? y16 : y32) |= uses_y[i];
   }
+  const InputUse use = input_use(p);
   Layout layout;
-  p.x = reserve<T>(layout, x32, j.x, j.round);
-  p.w = reserve<T>(layout, w32, j.w, j.round);
-  p.y = reserve<T>(layout, y32, j.y, j.round);
-  p.x16 = reserve_bf16(layout, x16, j.x);
-  p.w16 = reserve_bf16(layout, w16, j.w);
-  p.y16 = reserve_bf16(layout, y16, j.y);
+  p.x = reserve<T>(layout, use.t[0], j.x, j.round);
+  p.w = reserve<T>(layout, use.t[1], j.w, j.round);
+  p.y = reserve<T>(layout, use.t[2], j.y, j.round);
+  p.x_raw = reserve_raw(layout, use.raw[0], j.x);
+  p.w_raw = reserve_raw(layout, use.raw[1], j.w);
+  p.y_raw = reserve_raw(layout, use.raw[2], j.y);
   p.bias = reserve<T>(layout, need[0] || need[1], j.bias, Round::kNone);
   p.out_y = reserve<T>(layout, true, j.out_y, Round::kNone);
   p.out_x = reserve<T>(layout, true, j.out_x, Round::kNone);
@@ -231,29 +247,37 @@ void execute(const char* api, const Plan& p, char* ws) {
     const bool fwd = j.out_y.has_value(), bwd_data = j.out_x.has_value(),
                bwd_weight = j.out_w.has_value();
     // fp32/fp64 copies where a chosen algorithm computes in T, bf16 ones for the bf16 kernels.
-    bool x32 = false, w32 = false, y32 = false, x16 = false, w16 = false, y16 = false;
-    if (fwd) (p.choice[0]->bf16 ? x16 : x32) = true, (p.choice[0]->bf16 ? w16 : w32) = true;
-    if (bwd_data) (p.choice[1]->bf16 ? y16 : y32) = true, (p.choice[1]->bf16 ? w16 : w32) = true;
-    if (bwd_weight) (p.choice[2]->bf16 ? x16 : x32) = true, (p.choice[2]->bf16 ? y16 : y32) = true;
-    const T* x = x32 ? input(j.x, p.x, j.round) : nullptr;
-    const T* w = w32 ? input(j.w, p.w, j.round) : nullptr;
-    const T* y = y32 ? input(j.y, p.y, j.round) : nullptr;
-    auto input16 = [&](const std::optional<View5>& v, uint64_t off) -> const uint16_t* {
-      if (!v || v->numel() == 0) return nullptr;
-      if (off == kNotInWorkspace) return reinterpret_cast<const uint16_t*>(v->origin());
-      uint16_t* buf = reinterpret_cast<uint16_t*>(ws + off);
-      pack_bf16(*v, buf);
-      return buf;
+    const InputUse use = input_use(p);
+    const T* x = use.t[0] ? input(j.x, p.x, j.round) : nullptr;
+    const T* w = use.t[1] ? input(j.w, p.w, j.round) : nullptr;
+    const T* y = use.t[2] ? input(j.y, p.y, j.round) : nullptr;
+    // As stored: the view itself when dense, else its elements copied densely.
+    auto raw = [&](bool needed, const std::optional<View5>& v, uint64_t off) -> const void* {
+      if (!needed || !v || v->numel() == 0) return nullptr;
+      if (off == kNotInWorkspace) return v->origin();
+      pack_raw(*v, ws + off);
+      return ws + off;
     };
-    const uint16_t* x_16 = x16 ? input16(j.x, p.x16) : nullptr;
-    const uint16_t* w_16 = w16 ? input16(j.w, p.w16) : nullptr;
-    const uint16_t* y_16 = y16 ? input16(j.y, p.y16) : nullptr;
+    const void* x_raw = raw(use.raw[0], j.x, p.x_raw);
+    const void* w_raw = raw(use.raw[1], j.w, p.w_raw);
+    const void* y_raw = raw(use.raw[2], j.y, p.y_raw);
+    auto source = [&](const void* data, const std::optional<View5>& v) {
+      Source s{data, SrcKind::kF32};
+      if (data) src_kind_of(v->dtype, j.round, &s.kind);
+      return s;
+    };
     const T* bias = fwd || bwd_data ? input(j.bias, p.bias, Round::kNone) : nullptr;
     auto ops = [&](Primitive prim, T* out) {
-      Operands<T> o{x, w, y, out};
-      if (p.choice[static_cast<int>(prim)]->bf16) {
-        o.x = o.w = o.y = nullptr;
-        o.x16 = x_16, o.w16 = w_16, o.y16 = y_16;
+      const Choice& c = *p.choice[static_cast<int>(prim)];
+      Operands<T> o;
+      o.x = x, o.w = w, o.y = y, o.out = out;
+      if (!reads_raw(c)) return o;
+      o.x = o.w = o.y = nullptr;
+      if (c.bf16) {
+        o.x16 = static_cast<const uint16_t*>(x_raw), o.w16 = static_cast<const uint16_t*>(w_raw);
+        o.y16 = static_cast<const uint16_t*>(y_raw);
+      } else {
+        o.xsrc = source(x_raw, j.x), o.wsrc = source(w_raw, j.w), o.ysrc = source(y_raw, j.y);
       }
       return o;
     };
@@ -329,7 +353,7 @@ aclOpExecutor* make_executor(const char* api, ConvJob job, uint64_t* workspace_s
   // values unchanged; fp16 rounding does not).
   const ConvJob& jb = plan->job;
   auto is_bf16 = [](const std::optional<View5>& v) { return !v || v->dtype == ACL_BF16; };
-  plan->problem.bf16 = !jb.use_double && jb.round != Round::kFp16 && have_avx512_bf16() &&
+  plan->problem.bf16 = !jb.use_double && jb.round != Round::kFp16 && bf16_dot_kernels() &&
                        is_bf16(jb.x) && is_bf16(jb.w) && is_bf16(jb.y);
   if (plan->job.use_double) {
     plan_workspace<double>(*plan);

@@ -92,18 +92,27 @@ inline const GridTap* load_taps(const ConvGeometry& g, const TapGrid& tg, int64_
 // channels from C source channels per group (Src: float, or uint16_t bf16 bits); weights
 // W(o, c, q) = w[o * so + c * si + q] (group grp at w + grp * wg). Tasks (sample, group, row
 // block) of `rows` grid rows; source channels in chunks of `cchunk`.
+// Src is an input as the pass reads it: a Source (converted to fp32 in the bands), or bf16 bits
+// (const uint16_t*, for the bf16 dot kernels); advance() moves either by elements.
 template <typename Src>
 struct Pass {
   const ConvGeometry& g;
   const TapGrid& tg;
   int64_t m, C, rows, cchunk;
-  const Src* src;  // sample 0, group 0 source channel 0
+  Src src;  // sample 0, group 0 source channel 0
   int64_t src_sample, src_group, src_cstride;
   float* dst;
   int64_t dst_sample, dst_group, dst_cstride;
-  const Src* w;
+  Src w;
   int64_t wg, so, si;
 };
+
+inline Source advance(const Source& s, int64_t elems) {
+  return s.at(elems);
+}
+inline const uint16_t* advance(const uint16_t* s, int64_t elems) {
+  return s + elems;
+}
 
 // Per-slot scratch of a pass: its [m, rows*Wp] block, the band (fp32: C channels; bf16: C/2 pairs
 // of 32 bits), and one band row of two channels (bf16 staging).
@@ -118,8 +127,8 @@ inline int64_t pass_shared_elems(const TapGrid& tg, int64_t m, int64_t C, int64_
 
 // The forward's pass: y [N, C_out, S_out] from x [N, C_in, S_in] and w [C_out, Cig, K].
 template <typename Src>
-Pass<Src> forward_pass(const Problem& p, const Blocking& b, const TapGrid& tg, const Src* x,
-                       const Src* w, float* y) {
+Pass<Src> forward_pass(const Problem& p, const Blocking& b, const TapGrid& tg, Src x, Src w,
+                       float* y) {
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
   return Pass<Src>{g,
@@ -146,8 +155,8 @@ Pass<Src> forward_pass(const Problem& p, const Blocking& b, const TapGrid& tg, c
 // scratch of each phase after the previous one's; phases no tap reaches are zeroed.
 // dx[c] (phase) = sum_{o, t} w[o][c][q_t] * dy[o][shifted]: W(c, o, q) = w[o*Cig*K + c*K + q].
 template <typename Src, typename Run>
-void for_data_passes(const Problem& p, const Blocking& b, const Src* dy, const Src* w, float* dx,
-                     float* shared, Run&& run) {
+void for_data_passes(const Problem& p, const Blocking& b, Src dy, Src w, float* dx, float* shared,
+                     Run&& run) {
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
   for (int64_t i = 0; i < data_phase_count(g); ++i) {

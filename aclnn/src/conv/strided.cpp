@@ -8,7 +8,10 @@
 #include <tbb/parallel_for.h>
 
 #include "conv/geometry.h"
+#include "conv/direct_grid.h"
 #include "conv/half.h"
+#include "conv/source.h"
+#include "gemm/sgemm.h"
 #include "meta.h"
 
 namespace aclnn_cpu::conv {
@@ -165,6 +168,13 @@ void unpack(const T* src, const View5& dst) {
     for_each_row(dst.dims, [&](int64_t row) {
       Dst* p = base + row_offset(dst.dims, dst.strides, row);
       const T* q = src + row * W;
+      if constexpr (std::is_same_v<T, float> &&
+                    (std::is_same_v<Dst, F16> || std::is_same_v<Dst, BF16>)) {
+        if (sw == 1 && gemm::have_avx512()) {  // vectorised, bit-identical rounding
+          direct_narrow_avx512(std::is_same_v<Dst, BF16>, q, W, reinterpret_cast<uint16_t*>(p));
+          return;
+        }
+      }
       for (int64_t i = 0; i < W; ++i) p[i * sw] = store<Dst>(q[i]);
     });
   });
@@ -223,19 +233,35 @@ void channel_sum(const View5& src, T* out) {
     });
     return;
   }
-  if (src.dtype == ACL_FLOAT && (d[4] == 1 || s[4] == 1)) {
-    // fp32 with unit innermost stride: merge the spatial dims that are contiguous with it into
-    // one run, sum each run with sum_run_f32 and the runs in order (n, then outer spatial dims).
+  const bool narrow = src.dtype == ACL_FLOAT16 || src.dtype == ACL_BF16;
+  if ((src.dtype == ACL_FLOAT || (narrow && gemm::have_avx512())) && (d[4] == 1 || s[4] == 1)) {
+    // fp32 (or fp16/bf16, converted exactly a chunk at a time) with unit innermost stride: merge
+    // the spatial dims that are contiguous with it into one run, sum each run with sum_run_f32
+    // (16 double lanes) and the runs in order (n, then outer spatial dims).
+    constexpr int64_t kSumChunk = 512;
     int64_t run = d[4], inner = 4;
     while (inner > 2 && (d[inner - 1] == 1 || s[inner - 1] == run)) run *= d[--inner];
-    const float* base = reinterpret_cast<const float*>(src.origin());
+    SrcKind kind = SrcKind::kF32;
+    src_kind_of(src.dtype, Round::kNone, &kind);
+    const Source base{src.origin(), kind};
     tbb::parallel_for(int64_t{0}, C, [&](int64_t c) {
       double acc = 0;
       const int64_t n2 = inner > 2 ? d[2] : 1, n3 = inner > 3 ? d[3] : 1;
+      float chunk[kSumChunk];  // 16-bit runs converted (exactly) a chunk at a time
       for (int64_t n = 0; n < d[0]; ++n)
         for (int64_t i2 = 0; i2 < n2; ++i2)
-          for (int64_t i3 = 0; i3 < n3; ++i3)
-            acc += sum_run_f32(base + n * s[0] + c * s[1] + i2 * s[2] + i3 * s[3], run);
+          for (int64_t i3 = 0; i3 < n3; ++i3) {
+            const Source r = base.at(n * s[0] + c * s[1] + i2 * s[2] + i3 * s[3]);
+            if (kind == SrcKind::kF32) {
+              acc += sum_run_f32(static_cast<const float*>(r.data), run);
+              continue;
+            }
+            for (int64_t k = 0; k < run; k += kSumChunk) {
+              const int64_t len = std::min(kSumChunk, run - k);
+              r.at(k).convert(len, 1, chunk);
+              acc += sum_run_f32(chunk, len);
+            }
+          }
       out[c] = static_cast<T>(acc);
     });
     return;
@@ -274,17 +300,15 @@ void fill_zero(T* buf, int64_t count) {
   if (count > 0) std::memset(buf, 0, static_cast<size_t>(count) * sizeof(T));
 }
 
-bool bf16_usable_in_place(const View5& v) {
-  return v.dtype == ACL_BF16 && v.contiguous();
-}
-
-void pack_bf16(const View5& v, uint16_t* dst) {
-  const uint16_t* base = reinterpret_cast<const uint16_t*>(v.origin());
-  const int64_t W = v.dims[4], sw = v.strides[4];
-  for_each_row(v.dims, [&](int64_t row) {
-    const uint16_t* p = base + row_offset(v.dims, v.strides, row);
-    uint16_t* q = dst + row * W;
-    for (int64_t i = 0; i < W; ++i) q[i] = p[i * sw];
+void pack_raw(const View5& v, void* dst) {
+  dispatch(v.dtype, [&]<typename S>(S) {
+    const S* base = reinterpret_cast<const S*>(v.origin());
+    S* out = static_cast<S*>(dst);
+    const int64_t W = v.dims[4], sw = v.strides[4];
+    for_each_row(v.dims, [&](int64_t row) {
+      const S* p = base + row_offset(v.dims, v.strides, row);
+      for (int64_t i = 0; i < W; ++i) out[row * W + i] = p[i * sw];
+    });
   });
 }
 

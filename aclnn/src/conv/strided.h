@@ -38,10 +38,9 @@ bool usable_in_place(const View5& v, Round round);
 template <typename T>
 void pack(const View5& src, T* dst, Round round);
 
-// bf16 views read natively (the bf16 kernels): whether `v` (BF16) is dense, and its bits copied
-// into a dense buffer otherwise.
-bool bf16_usable_in_place(const View5& v);
-void pack_bf16(const View5& src, uint16_t* dst);
+// Views read in their own dtype (the kernels that convert as they read): the elements' bits copied
+// into a dense buffer (numel x the dtype's size), for views that are not dense already.
+void pack_raw(const View5& src, void* dst);
 
 // dst[i] = convert(src[i]) (round to nearest even for narrower dtypes); src is dense [dst.dims].
 template <typename T>

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "conv/direct_grid.h"
 
@@ -143,9 +142,37 @@ void grid_taps(const ConvGeometry& g, const TapGrid& tg, GridTap* taps) {
   }
 }
 
-template <typename T>
-void build_band_row(const TapGrid& tg, const T* src, int64_t src_cstride, int64_t channels,
-                    int64_t r, T* dst, int64_t dst_cstride, int64_t phase_stride) {
+namespace {
+
+// How build_band_row copies source runs: converting a Source to fp32, or copying 16-bit bits.
+struct ConvertCopier {
+  using Dst = float;
+  Source src;
+  // dst[k] = source element at + k * stride, for k < n.
+  void run(int64_t at, int64_t n, int64_t stride, float* dst) const {
+    src.at(at).convert(n, stride, dst);
+  }
+  // Stride 2, both phases in one pass (fp32 as is only); false: copy them one by one.
+  bool split2(int64_t at, int64_t n, float* even, float* odd) const {
+    if (src.kind != SrcKind::kF32) return false;
+    direct_split2_avx512(static_cast<const float*>(src.data) + at, n, even, odd);
+    return true;
+  }
+};
+
+struct BitsCopier {
+  using Dst = uint16_t;
+  const uint16_t* src;
+  void run(int64_t at, int64_t n, int64_t stride, uint16_t* dst) const {
+    for (int64_t k = 0; k < n; ++k) dst[k] = src[at + k * stride];
+  }
+  bool split2(int64_t, int64_t, uint16_t*, uint16_t*) const { return false; }
+};
+
+template <typename Copier>
+void band_row(const TapGrid& tg, const Copier& copier, int64_t src_cstride, int64_t channels,
+              int64_t r, typename Copier::Dst* dst, int64_t dst_cstride, int64_t phase_stride) {
+  using T = typename Copier::Dst;
   const int64_t Hp = tg.Hp(), Wp = tg.Wp();
   const int64_t S1 = tg.src_size[1], S2 = tg.src_size[2], s2 = tg.src_stride[2], lo2 = tg.lo[2];
   // The W phases a2 in use and the grid columns [w0, w1) where each holds source columns
@@ -158,54 +185,56 @@ void build_band_row(const TapGrid& tg, const T* src, int64_t src_cstride, int64_
     w1[n2] = std::clamp<int64_t>(ceil_div(S2 - a2, s2) - lo2, w0[n2], Wp);
     ++n2;
   }
-  // fp32 stride 2 with both phases: one pass over the source row splits it (the interior).
-  const bool pair = std::is_same_v<T, float> && s2 == 2 && n2 == 2;
-  const int64_t in0 = pair ? std::max(w0[0], w0[1]) : 0, in1 = pair ? std::min(w1[0], w1[1]) : 0;
+  // Stride 2 with both phases: the common interior of the row split in one pass where the copier
+  // can (in0 == in1: it cannot, or there is no interior).
+  const bool pair = s2 == 2 && n2 == 2;
+  int64_t in0 = pair ? std::max(w0[0], w0[1]) : 0, in1 = pair ? std::min(w1[0], w1[1]) : 0;
   int64_t a0s[64], a1s[64], n0 = 0, n1 = 0;
   for (int64_t a = 0; a < 64; ++a) {
     if (tg.phase_rank[0][a] >= 0) a0s[n0++] = a;
     if (tg.phase_rank[1][a] >= 0) a1s[n1++] = a;
   }
-  for (int64_t c = 0; c < channels; ++c) {
-    const T* sc = src + c * src_cstride;
+  for (int64_t c = 0; c < channels; ++c)
     for (int64_t p0 = 0; p0 < n0; ++p0)
       for (int64_t p1 = 0; p1 < n1; ++p1) {
         T* base = dst + c * dst_cstride + (p0 * n1 + p1) * n2 * phase_stride;
         const int64_t i0 = tg.src_stride[0] * (r / Hp + tg.lo[0]) + a0s[p0];
         const int64_t i1 = tg.src_stride[1] * (r % Hp + tg.lo[1]) + a1s[p1];
         const bool inside = i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < S1;
-        const T* row = inside ? sc + (i0 * S1 + i1) * S2 : sc;  // the source row
+        const int64_t row = c * src_cstride + (inside ? (i0 * S1 + i1) * S2 : 0);
+        const bool interior_done =
+            inside && pair && in1 > in0 &&
+            copier.split2(row + 2 * (in0 + lo2), in1 - in0, base + in0, base + phase_stride + in0);
         for (int64_t p = 0; p < n2; ++p) {
           T* d = base + p * phase_stride;
           const int64_t lo = inside ? w0[p] : 0, hi = inside ? w1[p] : 0;
           std::fill(d, d + lo, T(0));
           std::fill(d + hi, d + Wp, T(0));
           if (!inside || hi <= lo) continue;
-          const T* at = row + s2 * (lo + lo2) + a2s[p];  // source column of grid column lo
-          if (s2 == 1) {
-            std::memcpy(d + lo, at, static_cast<size_t>(hi - lo) * sizeof(T));
+          const int64_t at = row + s2 * (lo + lo2) + a2s[p];  // source column of grid column lo
+          if (!interior_done) {
+            copier.run(at, hi - lo, s2, d + lo);
             continue;
           }
-          for (int64_t w = lo; w < hi; ++w) {
-            if (pair && w == in0 && in1 > in0) w = in1;  // the interior is split below
-            if (w < hi) d[w] = at[(w - lo) * s2];
-          }
-        }
-        if constexpr (std::is_same_v<T, float>) {
-          if (inside && pair && in1 > in0)
-            direct_split2_avx512(row + 2 * (in0 + lo2), in1 - in0, base + in0,
-                                 base + phase_stride + in0);
+          copier.run(at, in0 - lo, s2, d + lo);  // around the split interior
+          copier.run(at + s2 * (in1 - lo), hi - in1, s2, d + in1);
         }
       }
-  }
 }
 
-template void build_band_row<float>(const TapGrid&, const float*, int64_t, int64_t, int64_t, float*,
-                                    int64_t, int64_t);
-template void build_band_row<uint16_t>(const TapGrid&, const uint16_t*, int64_t, int64_t, int64_t,
-                                       uint16_t*, int64_t, int64_t);
+}  // namespace
 
-void build_band(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,
+void build_band_row(const TapGrid& tg, const Source& src, int64_t src_cstride, int64_t channels,
+                    int64_t r, float* dst, int64_t dst_cstride, int64_t phase_stride) {
+  band_row(tg, ConvertCopier{src}, src_cstride, channels, r, dst, dst_cstride, phase_stride);
+}
+
+void build_band_row(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t channels,
+                    int64_t r, uint16_t* dst, int64_t dst_cstride, int64_t phase_stride) {
+  band_row(tg, BitsCopier{src}, src_cstride, channels, r, dst, dst_cstride, phase_stride);
+}
+
+void build_band(const TapGrid& tg, const Source& src, int64_t src_cstride, int64_t channels,
                 int64_t r0, int64_t rows, int64_t plane, float* band) {
   const int64_t count = tg.band_rows(rows);
   for (int64_t i = 0; i < count; ++i)

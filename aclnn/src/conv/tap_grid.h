@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "conv/geometry.h"
+#include "conv/source.h"
 
 namespace aclnn_cpu::conv {
 
@@ -75,17 +76,18 @@ std::array<int64_t, 3> data_phase(const ConvGeometry& g, int64_t i);
 void grid_taps(const ConvGeometry& g, const TapGrid& tg, GridTap* taps);
 
 // band[c][phase][i * Wp + col] for c < channels, every phase, i < band_rows(rows): phase plane
-// rows r0 + i of source channel c (src + c * src_cstride), zero outside the source. `plane` is
+// rows r0 + i of source channel c (element c * src_cstride on), zero outside the source. `plane` is
 // the band's phase stride (>= band_rows(rows) * Wp); channel stride phases() * plane.
-void build_band(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,
+void build_band(const TapGrid& tg, const Source& src, int64_t src_cstride, int64_t channels,
                 int64_t r0, int64_t rows, int64_t plane, float* band);
 
 // One band row: dst[c * dst_cstride + phase * phase_stride + col] for col < Wp = phase plane row r
-// of source channel c, for c < channels and every phase (build_band's rows). T = float, or
-// uint16_t for bf16 bits (copied as they are).
-template <typename T>
-void build_band_row(const TapGrid& tg, const T* src, int64_t src_cstride, int64_t channels,
-                    int64_t r, T* dst, int64_t dst_cstride, int64_t phase_stride);
+// of source channel c, for c < channels and every phase (build_band's rows), converted to fp32;
+// or, for the bf16 dot kernels, the bf16 bits copied as they are.
+void build_band_row(const TapGrid& tg, const Source& src, int64_t src_cstride, int64_t channels,
+                    int64_t r, float* dst, int64_t dst_cstride, int64_t phase_stride);
+void build_band_row(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t channels,
+                    int64_t r, uint16_t* dst, int64_t dst_cstride, int64_t phase_stride);
 
 // dst[channel o][s*out + off] = block[o][(r - r0) * Wp + o2] for the output positions of grid
 // rows [r0, r1), o < channels (block row stride ld, dst channel stride dst_cstride).

@@ -1,0 +1,56 @@
+#include "conv/source.h"
+
+#include <cstring>
+
+#include "conv/direct_grid.h"
+#include "conv/half.h"
+#include "gemm/sgemm.h"
+
+namespace aclnn_cpu::conv {
+
+bool src_kind_of(aclDataType dtype, Round round, SrcKind* kind) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      *kind = round == Round::kHf32   ? SrcKind::kF32Hf32
+              : round == Round::kFp16 ? SrcKind::kF32Fp16
+                                      : SrcKind::kF32;
+      return true;
+    case ACL_FLOAT16:
+      *kind = SrcKind::kF16;
+      return true;
+    case ACL_BF16:
+      *kind = round == Round::kFp16 ? SrcKind::kBF16Fp16 : SrcKind::kBF16;
+      return true;
+    default:
+      return false;
+  }
+}
+
+float Source::value(int64_t i) const {
+  const char* p = static_cast<const char*>(data);
+  if (elem_bytes() == 2) {
+    uint16_t bits;
+    std::memcpy(&bits, p + 2 * i, 2);
+    if (kind == SrcKind::kF16) return half_to_float(bits);
+    const float v = bf16_to_float(bits);
+    return kind == SrcKind::kBF16Fp16 ? round_to_half(v) : v;
+  }
+  float v;
+  std::memcpy(&v, p + 4 * i, 4);
+  return kind == SrcKind::kF32Hf32   ? round_to_hf32(v)
+         : kind == SrcKind::kF32Fp16 ? round_to_half(v)
+                                     : v;
+}
+
+void Source::convert(int64_t n, int64_t stride, float* dst) const {
+  if (n <= 0) return;
+  if (stride == 1 && kind == SrcKind::kF32) {
+    std::memcpy(dst, data, static_cast<size_t>(n) * sizeof(float));
+  } else if (stride == 1 && gemm::have_avx512()) {
+    direct_convert_avx512(kind, data, n, dst);
+  } else {
+    for (int64_t k = 0; k < n; ++k) dst[k] = value(k * stride);
+  }
+}
+
+}  // namespace aclnn_cpu::conv

@@ -1,0 +1,45 @@
+// An input of the direct kernels as it is stored: dense elements of one kind, converted to fp32
+// (and rounded, for cubeMathType emulation) while the kernels' bands are built, so fp16, bf16 and
+// rounded fp32 inputs need no separate conversion pass.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "acl/acl_base.h"
+#include "conv/strided.h"
+
+namespace aclnn_cpu::conv {
+
+enum class SrcKind : uint8_t {
+  kF32,       // fp32 as is
+  kF32Hf32,   // fp32 rounded to HF32 (ALLOW_FP32_DOWN_PRECISION / USE_HF32)
+  kF32Fp16,   // fp32 rounded to fp16 (USE_FP16)
+  kF16,       // fp16 (every rounding mode leaves fp16 values unchanged)
+  kBF16,      // bf16 (HF32 rounding leaves bf16 values unchanged)
+  kBF16Fp16,  // bf16 rounded to fp16 (USE_FP16)
+};
+
+// The kind of a `dtype` input under operand rounding `round`; false when the kernels cannot read
+// that dtype (DOUBLE and others: the engine converts those).
+bool src_kind_of(aclDataType dtype, Round round, SrcKind* kind);
+
+struct Source {
+  const void* data = nullptr;  // element 0
+  SrcKind kind = SrcKind::kF32;
+
+  size_t elem_bytes() const {
+    return kind == SrcKind::kF16 || kind == SrcKind::kBF16 || kind == SrcKind::kBF16Fp16 ? 2 : 4;
+  }
+  // The source advanced by `elems` elements.
+  Source at(int64_t elems) const {
+    return Source{static_cast<const char*>(data) + elems * static_cast<int64_t>(elem_bytes()),
+                  kind};
+  }
+  // Element i as fp32, converted and rounded.
+  float value(int64_t i) const;
+  // dst[k] = value(k * stride) for k < n (unit stride vectorised on AVX-512).
+  void convert(int64_t n, int64_t stride, float* dst) const;
+};
+
+}  // namespace aclnn_cpu::conv
