@@ -67,8 +67,11 @@ void run_pass(const Pass<Source>& ps, float* shared, const Problem& p, const Blo
     float* band = block + round16(ps.m * ps.rows * tg.Wp());  // [C][phase][plane]
     build_band(tg, advance(ps.src, n * ps.src_sample + grp * ps.src_group), ps.src_cstride, ps.C,
                r0, r1 - r0, plane, band);
+    // Narrow rows one vector each where that wastes less than the grid's extra columns.
+    const int64_t row = tg.out[2], Wp = tg.Wp();
+    const bool by_rows = row <= 16 && Wp > 16;
     direct_grid_forward_avx512(ps.m, cols, ps.C, T, off, band, tg.phases() * plane,
-                               packed + grp * pk_g, block, cols, ps.cchunk);
+                               packed + grp * pk_g, block, cols, ps.cchunk, by_rows ? row : 0, Wp);
     scatter_block(tg, block, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
                   ps.dst_cstride);
   });
@@ -181,6 +184,31 @@ void band_channels_last(const TapGrid& tg, const Source& x, int64_t S_in, int64_
     }
 }
 
+// Calls f(j, rows, L) for the output positions of grid rows [r0, r1) as runs of `rows` x L
+// positions starting at block column j (a row's L output columns, rows Wp apart): about
+// kWeightCols positions per call, the grid's extra columns and the padding rows between 3d
+// output planes skipped.
+template <typename F>
+void weight_runs(const TapGrid& tg, int64_t r0, int64_t r1, F&& f) {
+  const int64_t n = tg.out[2], Wp = tg.Wp();
+  const int64_t per_call = std::max<int64_t>(1, kWeightCols / std::max<int64_t>(n, 1));
+  for (int64_t r = r0; r < r1;) {
+    if (r % tg.Hp() >= tg.out[1]) {
+      ++r;
+      continue;
+    }
+    const int64_t plane_end = r - r % tg.Hp() + tg.out[1];
+    const int64_t count = std::min({per_call, r1 - r, plane_end - r});
+    if (n <= kWeightCols) {
+      f((r - r0) * Wp, count, n);
+    } else {  // long rows (1-d): column chunks of one row
+      for (int64_t c = 0; c < n; c += kWeightCols)
+        f((r - r0) * Wp + c, 1, std::min(kWeightCols, n - c));
+    }
+    r += count;
+  }
+}
+
 void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const ConvGeometry& g = p.g;
   const TapGrid tg = forward_grid(g);
@@ -202,14 +230,15 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
-            const int64_t r1 = std::min(tg.rows(), r0 + b.rows), cols = (r1 - r0) * tg.Wp();
+            const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
             dy_channels_last(tg, o.ysrc.at((n * g.C_out + grp * Cog) * S_out), S_out, Cog, r0, r1,
                              m16, row, dy_t);
             band_channels_last(tg, o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in), S_in, nc, r0,
                                r1, plane, cb16, row, band_t);
-            for (int64_t j0 = 0; j0 < cols; j0 += kWeightCols)
+            weight_runs(tg, r0, r1, [&](int64_t j0, int64_t rows, int64_t L) {
               direct_grid_weight_avx512(m16, nc, T, off, band_t + j0 * cb16, cb16, dy_t + j0 * m16,
-                                        m16, std::min(kWeightCols, cols - j0), dwt);
+                                        m16, rows, L, tg.Wp(), dwt);
+            });
           }
         }
         for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q_t] = dwt[t][c][o]

@@ -40,18 +40,21 @@ inline int64_t direct_packed_w_elems(int64_t m, int64_t C, int64_t T) {
 
 // out[o * ldo + j] = sum_{c, t} w[o][c][t] * x[c * plane + off[t] + j] for o < m, j < n, with the
 // weights packed by direct_pack_weights. Reads x only at the offsets named (masked past n).
-// `plane` is the channel stride of x; channels are taken c_chunk at a time.
+// `plane` is the channel stride of x; channels are taken c_chunk at a time. row_len > 0 (at
+// most 16): n is whole rows of `pitch` columns of which only the first row_len are computed, one
+// vector per row (narrow outputs: a 14-wide row costs 16 lanes, not the grid's 18 columns).
 void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                                 const float* x, int64_t plane, const float* packed, float* out,
-                                int64_t ldo, int64_t c_chunk);
+                                int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
 
-// dwt[(t * C + c) * m16 + o] += sum_{j < L} xt[off[t] + j * ldx + c] * dyt[j * ldy + o] for
-// o < m16 (a multiple of 16: dyt is zero past the real output channels), c < C, t < T. xt is the
-// band in channels-last form (position-major, ldx >= C), dyt the output gradient likewise
-// (ldy >= m16); dyt and dwt are 64-byte aligned, ldy a multiple of 16.
+// dwt[(t * C + c) * m16 + o] += sum_j xt[off[t] + j * ldx + c] * dyt[j * ldy + o] for o < m16
+// (a multiple of 16: dyt is zero past the real output channels), c < C, t < T, over the positions
+// j = r * pitch + k, r < rows, k < L (runs of output columns, the grid's extra columns skipped).
+// xt is the band in channels-last form (position-major, ldx >= C), dyt the output gradient
+// likewise (ldy >= m16); dyt and dwt are 64-byte aligned, ldy a multiple of 16.
 void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                                const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
-                               int64_t L, float* dwt);
+                               int64_t rows, int64_t L, int64_t pitch, float* dwt);
 
 // dst[c * ld_dst + r] = src[r * ld_src + c] for c < cols and r < width (a multiple of 16), zero
 // for r >= rows: rows of src become columns of dst. dst and ld_dst 64-byte aligned.

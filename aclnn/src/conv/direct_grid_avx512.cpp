@@ -30,22 +30,23 @@ inline int64_t min64(int64_t a, int64_t b) {
 // the valid lanes. `add`: start from `out` (a later channel chunk) instead of zero.
 template <int OB, int PV, bool kTail>
 void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int64_t plane,
-                  const float* w, float* out, int64_t ldo, const __mmask16* mask, bool add) {
+                  const float* w, float* out, int64_t ldo, const __mmask16* mask, bool add,
+                  int64_t vs) {
   __m512 acc[OB][PV];
 #pragma GCC unroll 8
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 8
     for (int v = 0; v < PV; ++v)
       acc[o][v] = !add    ? _mm512_setzero_ps()
-                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + 16 * v)
-                          : _mm512_loadu_ps(out + o * ldo + 16 * v);
+                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + vs * v)
+                          : _mm512_loadu_ps(out + o * ldo + vs * v);
   for (int64_t c = 0; c < C; ++c, x += plane, w += T * kOB) {
     for (int64_t t = 0; t < T; ++t) {
       const float* xp = x + off[t];
       __m512 xv[PV];
 #pragma GCC unroll 8
       for (int v = 0; v < PV; ++v)
-        xv[v] = kTail ? _mm512_maskz_loadu_ps(mask[v], xp + 16 * v) : _mm512_loadu_ps(xp + 16 * v);
+        xv[v] = kTail ? _mm512_maskz_loadu_ps(mask[v], xp + vs * v) : _mm512_loadu_ps(xp + vs * v);
       const float* wt = w + t * kOB;
 #pragma GCC unroll 8
       for (int o = 0; o < OB; ++o) {
@@ -59,7 +60,7 @@ void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int6
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 8
     for (int v = 0; v < PV; ++v) {
-      float* dst = out + o * ldo + 16 * v;
+      float* dst = out + o * ldo + vs * v;
       if (kTail) {
         _mm512_mask_storeu_ps(dst, mask[v], acc[o][v]);
       } else {
@@ -69,7 +70,7 @@ void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int6
 }
 
 using ForwardTile = void (*)(int64_t, int64_t, const int64_t*, const float*, int64_t, const float*,
-                             float*, int64_t, const __mmask16*, bool);
+                             float*, int64_t, const __mmask16*, bool, int64_t);
 
 // The tile for `rows` (1..8) output channels: full 48-column tiles, and tails of 1-3 vectors (a
 // 14-wide output row does not pay for 48 columns).
@@ -93,25 +94,30 @@ ForwardTile forward_tile_for(int rows, int64_t cols) {
 
 // acc[v][i] = dwt[t][c0 + i][o0 + 16 v ..] += sum_j xt[(j + off) * ldx + c0 + i] * dyt[j][o0 + 16
 // v]: OV vectors of output channels x RC input channels, one tap. Per position: OV vector loads of
-// dy and RC broadcasts of x for OV * RC FMAs; the accumulators stay in registers over the L
-// positions (no reduction across lanes: the lanes are output channels).
+// dy and RC broadcasts of x for OV * RC FMAs; the accumulators stay in registers over the
+// positions (no reduction across lanes: the lanes are output channels). The positions are `rows`
+// runs of L, `pitch` apart (the output columns of grid rows, skipping the grid's extra columns).
 template <int OV, int RC>
-void weight_tile(const float* xt, int64_t ldx, const float* dyt, int64_t ldy, int64_t L, float* dwt,
-                 int64_t ldw) {
+void weight_tile(const float* xt, int64_t ldx, const float* dyt, int64_t ldy, int64_t rows,
+                 int64_t L, int64_t pitch, float* dwt, int64_t ldw) {
   __m512 acc[OV][RC];
 #pragma GCC unroll 16
   for (int v = 0; v < OV; ++v)
 #pragma GCC unroll 16
     for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
-  for (int64_t j = 0; j < L; ++j, xt += ldx, dyt += ldy) {
-    __m512 d[OV];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = xt + r * pitch * ldx;
+    const float* d = dyt + r * pitch * ldy;
+    for (int64_t j = 0; j < L; ++j, x += ldx, d += ldy) {
+      __m512 dv[OV];
 #pragma GCC unroll 16
-    for (int v = 0; v < OV; ++v) d[v] = _mm512_load_ps(dyt + 16 * v);
+      for (int v = 0; v < OV; ++v) dv[v] = _mm512_load_ps(d + 16 * v);
 #pragma GCC unroll 16
-    for (int i = 0; i < RC; ++i) {
-      const __m512 b = _mm512_set1_ps(xt[i]);
+      for (int i = 0; i < RC; ++i) {
+        const __m512 b = _mm512_set1_ps(x[i]);
 #pragma GCC unroll 16
-      for (int v = 0; v < OV; ++v) acc[v][i] = _mm512_fmadd_ps(d[v], b, acc[v][i]);
+        for (int v = 0; v < OV; ++v) acc[v][i] = _mm512_fmadd_ps(dv[v], b, acc[v][i]);
+      }
     }
   }
 #pragma GCC unroll 16
@@ -120,54 +126,55 @@ void weight_tile(const float* xt, int64_t ldx, const float* dyt, int64_t ldy, in
     for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
 }
 
+using WeightTile = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, int64_t,
+                            float*, int64_t);
+
 template <int OV>
-void weight_channels(int rc, const float* xt, int64_t ldx, const float* dyt, int64_t ldy, int64_t L,
-                     float* dwt, int64_t ldw) {
-  switch (rc) {
-    case 12:
-      return weight_tile<OV, 12>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 11:
-      return weight_tile<OV, 11>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 10:
-      return weight_tile<OV, 10>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 9:
-      return weight_tile<OV, 9>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 8:
-      return weight_tile<OV, 8>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 7:
-      return weight_tile<OV, 7>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 6:
-      return weight_tile<OV, 6>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 5:
-      return weight_tile<OV, 5>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 4:
-      return weight_tile<OV, 4>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 3:
-      return weight_tile<OV, 3>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    case 2:
-      return weight_tile<OV, 2>(xt, ldx, dyt, ldy, L, dwt, ldw);
-    default:
-      return weight_tile<OV, 1>(xt, ldx, dyt, ldy, L, dwt, ldw);
-  }
-}
+constexpr WeightTile kWeightTiles[kWC + 1] = {nullptr,
+                                              weight_tile<OV, 1>,
+                                              weight_tile<OV, 2>,
+                                              weight_tile<OV, 3>,
+                                              weight_tile<OV, 4>,
+                                              weight_tile<OV, 5>,
+                                              weight_tile<OV, 6>,
+                                              weight_tile<OV, 7>,
+                                              weight_tile<OV, 8>,
+                                              weight_tile<OV, 9>,
+                                              weight_tile<OV, 10>,
+                                              weight_tile<OV, 11>,
+                                              weight_tile<OV, 12>};
 
 }  // namespace
 
 void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                                 const float* x, int64_t plane, const float* packed, float* out,
-                                int64_t ldo, int64_t c_chunk) {
-  for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {
-    const int64_t cols = min64(kTileCols, n - j0);
+                                int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
+  // Flat: tiles of 48 consecutive columns. Rows (row_len <= 16): tiles of 3 rows of `pitch`
+  // columns, one masked vector per row, so a row's columns past row_len cost nothing.
+  const bool by_rows = row_len > 0;
+  const int64_t step = by_rows ? kPV * pitch : kTileCols;
+  for (int64_t j0 = 0; j0 < n; j0 += step) {
     __mmask16 mask[kPV];
-    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
+    ForwardTile tiles[kOB + 1];
+    if (by_rows) {
+      const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(row_len);
+      for (int r = 1; r <= kOB; ++r)
+        tiles[r] = rows == 3   ? kTiles<3, true>[r]
+                   : rows == 2 ? kTiles<2, true>[r]
+                               : kTiles<1, true>[r];
+    } else {
+      const int64_t cols = min64(kTileCols, n - j0);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
+      for (int r = 1; r <= kOB; ++r) tiles[r] = forward_tile_for(r, cols);
+    }
     // Channels in chunks whose band window stays in L1 while every output block reads it.
     for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
       const int64_t cc = min64(c_chunk, C - c0);
       for (int64_t o0 = 0; o0 < m; o0 += kOB) {
         const int rows = static_cast<int>(min64(kOB, m - o0));
-        forward_tile_for(rows, cols)(cc, T, off, x + c0 * plane + j0, plane,
-                                     packed + (o0 * C + c0 * kOB) * T, out + o0 * ldo + j0, ldo,
-                                     mask, c0 > 0);
+        tiles[rows](cc, T, off, x + c0 * plane + j0, plane, packed + (o0 * C + c0 * kOB) * T,
+                    out + o0 * ldo + j0, ldo, mask, c0 > 0, by_rows ? pitch : 16);
       }
     }
   }
@@ -175,7 +182,7 @@ void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, cons
 
 void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                                const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
-                               int64_t L, float* dwt) {
+                               int64_t rows, int64_t L, int64_t pitch, float* dwt) {
   // Channel tiles of nearly equal size (32 = 11 + 11 + 10, not 12 + 12 + 8): a narrow tile feeds
   // each dy load to fewer FMAs.
   const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
@@ -186,11 +193,8 @@ void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t*
       for (int64_t t = 0; t < T; ++t) {
         const float* x = xt + off[t] + c0;
         float* d = dwt + (t * C + c0) * m16 + o0;
-        if (two) {
-          weight_channels<2>(rc, x, ldx, dyt + o0, ldy, L, d, m16);
-        } else {
-          weight_channels<1>(rc, x, ldx, dyt + o0, ldy, L, d, m16);
-        }
+        (two ? kWeightTiles<2>[rc] : kWeightTiles<1>[rc])(x, ldx, dyt + o0, ldy, rows, L, pitch, d,
+                                                          m16);
       }
       c0 += rc;
     }
