@@ -10,6 +10,8 @@
 namespace aclnn_cpu::conv {
 namespace {
 
+constexpr int64_t kMaxChannelMultiplier = 8;
+
 Fit plan(const Problem& p) {
   Fit f;
   if (p.fp64) {
@@ -17,8 +19,12 @@ Fit plan(const Problem& p) {
   } else if (!use_depthwise(p.g)) {
     f.reason = "needs one input channel per group";
   } else {
-    f.applies = f.preferred = true;
-    f.reason = "one input channel per group";
+    // With many output channels per group the GEMM lowerings win: MNIST's first layer (1 -> 32,
+    // 5x5, 28x28), 1 thread: 25 GFLOP/s here vs 44 with implicit_gemm + col2im_gemm.
+    f.applies = true;
+    f.preferred = p.g.cout_g() <= kMaxChannelMultiplier;
+    f.reason = f.preferred ? "one input channel per group"
+                           : "more than 8 output channels per group: GEMMs are faster";
   }
   return f;
 }

@@ -14,6 +14,7 @@
 namespace aclnn_cpu::conv::grid_direct {
 
 constexpr double kMinMacs = double(1 << 22);
+constexpr int64_t kMinReduction = 32;  // forward: input channels per group x taps
 constexpr double kMaxGridWaste = 0.25;
 constexpr int64_t kBlockBytes = int64_t{512} << 10;  // a task's output block, about half of L2
 constexpr int64_t kWindowBytes = int64_t{24} << 10;  // forward: band window per channel chunk
