@@ -1,6 +1,7 @@
 // Google Benchmark suite of the performance issue: phase 1 + phase 2 of aclnnConvolutionBackward
-// (all three outputs) or aclnnConvTbcBackward, fp32, inputs already in memory, workspace allocated
-// once outside the timed loop. Counters: GFLOPS = (2 * MACs(grad_input) + 2 * MACs(grad_weight))
+// (all three outputs) or aclnnConvTbcBackward, inputs already in memory, workspace allocated once
+// outside the timed loop. Every case in fp32 ("<case>"), bf16 ("<case>/bf16"), fp16
+// ("<case>/f16") and fp32 with cubeMathType USE_FP16 ("<case>/usefp16"). Counters: GFLOPS = (2 * MACs(grad_input) + 2 * MACs(grad_weight))
 // / time, and the workspace bytes phase 1 asked for.
 //
 // Threads: every case runs inside a oneTBB task_arena of `--threads=N` (default 2; phase 1 sizes
@@ -34,20 +35,34 @@ int64_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-// A dense fp32 tensor with its own (host) memory.
+// A dense tensor (fp32, fp16 or bf16) with its own (host) memory.
 struct Tensor {
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  std::vector<float> data;  // fp32 values, or 16-bit ones two per float
   aclTensor* t = nullptr;
 
-  Tensor(std::vector<int64_t> s, aclFormat fmt, uint64_t seed) : shape(std::move(s)) {
-    data.resize(static_cast<size_t>(numel(shape)));
+  Tensor(std::vector<int64_t> s, aclFormat fmt, uint64_t seed, aclDataType dtype = ACL_FLOAT)
+      : shape(std::move(s)) {
+    const size_t n = static_cast<size_t>(numel(shape));
+    data.resize(dtype == ACL_FLOAT ? n : (n + 1) / 2);
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (float& v : data) v = u(rng);
+    uint16_t* half = reinterpret_cast<uint16_t*>(data.data());
+    for (size_t i = 0; i < n; ++i) {
+      const float v = u(rng);
+      if (dtype == ACL_FLOAT) {
+        data[i] = v;
+      } else {  // bf16: the top half; fp16: a value in [-1, 1) built from its bits
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        half[i] = dtype == ACL_BF16 ? static_cast<uint16_t>(bits >> 16)
+                                    : static_cast<uint16_t>((bits >> 31) << 15 | 0x3800 |
+                                                            (bits >> 13 & 0x3FF));
+      }
+    }
     std::vector<int64_t> strides(shape.size(), 1);
     for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
-    t = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT, strides.data(), 0, fmt, shape.data(),
+    t = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, fmt, shape.data(),
                         shape.size(), data.data());
   }
   ~Tensor() { aclDestroyTensor(t); }
@@ -84,13 +99,23 @@ void check_ok(aclnnStatus s, const char* what) {
                              aclGetRecentErrMsg());
 }
 
-void run_case(benchmark::State& state, const Case& c) {
+// The variants of a case: every tensor's dtype, and cubeMathType (2 = USE_FP16 on fp32).
+struct Variant {
+  const char* suffix;  // appended to the case name ("" for fp32)
+  aclDataType dtype;
+  int8_t cube;
+};
+constexpr Variant kVariants[] = {
+    {"", ACL_FLOAT, 0}, {"/bf16", ACL_BF16, 0}, {"/f16", ACL_FLOAT16, 0}, {"/usefp16", ACL_FLOAT, 2}};
+
+void run_case(benchmark::State& state, const Case& c, const Variant& v) {
   const std::vector<int64_t> y_shape = output_shape(c);
   const aclFormat fmt = c.tbc ? ACL_FORMAT_ND : format_of(c.x.size());
-  Tensor x(c.x, fmt, 1), w(c.w, c.tbc ? ACL_FORMAT_ND : fmt, 2), gy(y_shape, fmt, 3);
-  Tensor gx(c.x, fmt, 4), gw(c.w, c.tbc ? ACL_FORMAT_ND : fmt, 5);
+  const aclDataType dt = v.dtype;
+  Tensor x(c.x, fmt, 1, dt), w(c.w, c.tbc ? ACL_FORMAT_ND : fmt, 2, dt), gy(y_shape, fmt, 3, dt);
+  Tensor gx(c.x, fmt, 4, dt), gw(c.w, c.tbc ? ACL_FORMAT_ND : fmt, 5, dt);
   const int64_t c_out = c.tbc ? c.w[2] : y_shape[1];
-  Tensor bias({c_out}, ACL_FORMAT_ND, 6), gb({c_out}, ACL_FORMAT_ND, 7);
+  Tensor bias({c_out}, ACL_FORMAT_ND, 6, dt), gb({c_out}, ACL_FORMAT_ND, 7, dt);
   aclIntArray* stride = aclCreateIntArray(c.stride.data(), c.stride.size());
   aclIntArray* pad = aclCreateIntArray(c.pad.data(), c.pad.size());
   aclIntArray* dil = aclCreateIntArray(c.dil.data(), c.dil.size());
@@ -104,13 +129,13 @@ void run_case(benchmark::State& state, const Case& c) {
   auto phase1 = [&](uint64_t* ws_size) {
     aclOpExecutor* ex = nullptr;
     if (c.tbc) {
-      check_ok(aclnnConvTbcBackwardGetWorkspaceSize(gy.t, x.t, w.t, bias.t, c.pad[0], 0, gx.t, gw.t,
-                                                    gb.t, ws_size, &ex),
+      check_ok(aclnnConvTbcBackwardGetWorkspaceSize(gy.t, x.t, w.t, bias.t, c.pad[0], v.cube, gx.t,
+                                                    gw.t, gb.t, ws_size, &ex),
                "aclnnConvTbcBackwardGetWorkspaceSize");
     } else {
       check_ok(aclnnConvolutionBackwardGetWorkspaceSize(
                    gy.t, x.t, w.t, bias_sizes, stride, pad, dil, c.transposed, out_pad,
-                   static_cast<int>(c.groups), mask, 0, gx.t, gw.t, gb.t, ws_size, &ex),
+                   static_cast<int>(c.groups), mask, v.cube, gx.t, gw.t, gb.t, ws_size, &ex),
                "aclnnConvolutionBackwardGetWorkspaceSize");
     }
     return ex;
@@ -154,7 +179,8 @@ void run_case(benchmark::State& state, const Case& c) {
   state.counters["wall_ms"] = wall * 1e3 / static_cast<double>(state.iterations());
   state.counters["workspace_bytes"] = static_cast<double>(ws_size);
   int64_t largest = 0;
-  for (const auto* s : {&c.x, &c.w, &y_shape}) largest = std::max(largest, numel(*s) * 4);
+  const int64_t elem = dt == ACL_FLOAT ? 4 : 2;
+  for (const auto* s : {&c.x, &c.w, &y_shape}) largest = std::max(largest, numel(*s) * elem);
   state.counters["workspace_over_largest"] = static_cast<double>(ws_size) / largest;
   state.counters["threads"] = g_threads;
   for (aclIntArray* a : {stride, pad, dil, out_pad, bias_sizes}) aclDestroyIntArray(a);
@@ -176,11 +202,13 @@ int main(int argc, char** argv) {
   argc = out;
   aclInit(nullptr);
   aclrtSetDevice(0);
-  for (const Case& c : aclbench::cases()) {
-    benchmark::RegisterBenchmark(c.name.c_str(), [&c](benchmark::State& s) {
-      run_case(s, c);
-    })->Unit(benchmark::kMillisecond);
-  }
+  // fp32 for every case; bf16, fp16 and USE_FP16 variants as "<case>/bf16" etc.
+  for (const Variant& v : kVariants)
+    for (const Case& c : aclbench::cases()) {
+      benchmark::RegisterBenchmark((c.name + v.suffix).c_str(), [&c, &v](benchmark::State& s) {
+        run_case(s, c, v);
+      })->Unit(benchmark::kMillisecond);
+    }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
