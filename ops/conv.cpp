@@ -1,27 +1,23 @@
-// conv1d/2d/3d and conv_transpose1d/2d/3d: argument checks (PyTorch's rules and messages), the
-// mapping of a call onto libaclnn's tensors (ConvCall), the forward through aclnnConvolution and,
-// next to it, the backward node through aclnnConvolutionBackward.
+// conv1d/2d/3d and conv_transpose1d/2d/3d: argument checks (PyTorch's rules and messages) and the
+// mapping of a call onto libaclnn's tensors (ConvCall); the convolution itself, forward and
+// backward of every order, is conv_acl (ops/conv_acl.h).
 //
-// How a call maps onto libaclnn (all views are zero-copy layout changes):
+// How a call maps onto libaclnn (all views are zero-copy layout changes, recorded so gradients
+// flow back through them):
 //   - input without batch: a unit batch dim is added (and removed from the results);
 //   - padding "same" with an odd total dilation * (kernel - 1) in some dim pads one more element on
 //     the right, like PyTorch. libaclnn takes asymmetric padding only in 2d ([top, bottom, left,
 //     right]), so: 2d passes it directly; 1d runs as a 2d convolution with a unit height (input
 //     [N, C, 1, L], weight [C_out, C_in/g, 1, k]); 3d copies the input once into a buffer with
-//     the extra zeros on the right (its gradient is the matching slice of the buffer's gradient)
-//     and convolves that with the symmetric part of the padding.
+//     the extra zeros on the right (pad(); its gradient is the matching slice of the buffer's
+//     gradient) and convolves that with the symmetric part of the padding.
 #include "ops/conv.h"
 
-#include "aclnnop/aclnn_convolution.h"
-#include "aclnnop/aclnn_convolution_backward.h"
-#include "autograd/function.h"
+#include "ops/conv_acl.h"
+#include "ops/shape.h"
 #include "tensor/creation.h"
 
 namespace aclgrad {
-
-using autograd::make_node;
-using autograd::Node;
-using autograd::tensor_list;
 
 ConvPadding::ConvPadding(std::string_view mode) : name_(mode) {
   if (mode == "same") {
@@ -35,8 +31,6 @@ ConvPadding::ConvPadding(std::string_view mode) : name_(mode) {
 }
 
 namespace {
-
-constexpr int8_t kKeepDtype = 0;  // cubeMathType: compute in the operands' own precision
 
 const char* const kInputDims[3] = {"(N, C, L)", "(N, C, H, W)", "(N, C, D, H, W)"};
 const char* const kUnbatchedDims[3] = {"(C, L)", "(C, H, W)", "(C, D, H, W)"};
@@ -55,48 +49,32 @@ struct ConvArgs {
   int64_t groups;
 };
 
-// One convolution call in libaclnn's terms: how framework tensors are viewed for libaclnn, the
-// attribute arrays it gets, and the shape of its output.
-struct ConvCall {
-  bool transposed = false;
+// One convolution call in libaclnn's terms: the attributes libaclnn gets (AclConv), and how
+// framework tensors are viewed for libaclnn (recorded view ops, so gradients of every order flow
+// back through them) and the shape of its output.
+struct ConvCall : detail::AclConv {
   bool unbatched = false;  // input had no batch dim
   bool lift_1d = false;    // 1d runs as 2d with a unit height
   Shape pre_pad;           // zeros appended to each spatial dim by a copy (3d "same"); empty = none
-  Shape stride, padding, dilation, output_padding;  // for libaclnn's rank
-  int64_t groups = 1;
-  Shape out_sizes;  // libaclnn's output [N, C_out, *out]
+  Shape out_sizes;         // libaclnn's output [N, C_out, *out]
 
-  // input / output / their gradients: framework layout <-> libaclnn layout.
+  // input / output: framework layout <-> libaclnn layout.
   Tensor act_to_acl(const Tensor& t) const {
-    const Tensor b = unbatched ? t.unsqueeze(0) : t;
-    return lift_1d ? b.unsqueeze(2) : b;
+    const Tensor b = unbatched ? unsqueeze(t, 0) : t;
+    return lift_1d ? unsqueeze(b, 2) : b;
   }
   Tensor act_from_acl(const Tensor& t) const {
-    const Tensor b = lift_1d ? t.select(2, 0) : t;
-    return unbatched ? b.select(0, 0) : b;
+    const Tensor b = lift_1d ? squeeze(t, 2) : t;
+    return unbatched ? squeeze(b, 0) : b;
   }
-  Tensor weight_to_acl(const Tensor& w) const { return lift_1d ? w.unsqueeze(2) : w; }
-  Tensor weight_from_acl(const Tensor& w) const { return lift_1d ? w.select(2, 0) : w; }
+  Tensor weight_to_acl(const Tensor& w) const { return lift_1d ? unsqueeze(w, 2) : w; }
 
-  // The input libaclnn convolves: x_acl itself, or a zero-padded copy (pre_pad).
+  // The input libaclnn convolves: x_acl itself, or x_acl with zeros appended (pre_pad).
   Tensor padded(const Tensor& x_acl) const {
     if (pre_pad.empty()) return x_acl;
-    Shape sizes = x_acl.sizes();
-    for (size_t i = 0; i < pre_pad.size(); ++i) sizes[2 + i] += pre_pad[i];
-    Tensor buf = zeros(sizes, x_acl.dtype());
-    Tensor interior = buf;
-    for (size_t i = 0; i < pre_pad.size(); ++i)
-      interior = interior.narrow(static_cast<int64_t>(2 + i), 0, x_acl.size(2 + i));
-    interior.copy_(x_acl);
-    return buf;
-  }
-  // The gradient of padded(): the interior of the padded input's gradient.
-  Tensor unpadded(const Tensor& g) const {
-    if (pre_pad.empty()) return g;
-    Tensor interior = g;
-    for (size_t i = 0; i < pre_pad.size(); ++i)
-      interior = interior.narrow(static_cast<int64_t>(2 + i), 0, g.size(2 + i) - pre_pad[i]);
-    return interior.contiguous();
+    Shape pads;  // pad(): last dim first, (left, right) each
+    for (size_t i = pre_pad.size(); i-- > 0;) pads.insert(pads.end(), {0, pre_pad[i]});
+    return pad(x_acl, pads);
   }
 };
 
@@ -215,90 +193,14 @@ ConvCall plan(const ConvArgs& a, const Tensor& input, const Tensor& weight, cons
   return c;
 }
 
-// y = conv(x, w) + b, or its transposed form. The backward computes, through one
-// aclnnConvolutionBackward call with outputMask = which inputs need a gradient:
-//   dL/dx = conv^T(dL/dy, w) (needs w),  dL/dw = correlation of x with dL/dy (needs x),
-//   dL/db = sum of dL/dy over N and the spatial dims (needs neither).
-// An operand the requested gradients do not read is not saved; libaclnn gets a shape-only
-// stand-in for it.
-struct ConvolutionBackward final : Node {
-  ConvolutionBackward() : Node("ConvolutionBackward", /*supports_double_backward=*/false) {}
-  ConvCall call;
-  Shape x_sizes, w_sizes;  // libaclnn-level shapes of the (padded) input and the weight
-  size_t x = 0, w = 0;     // slots of the saved libaclnn-level input and weight
-
-  tensor_list apply(tensor_list&& grads) override {
-    const bool want_x = needs_grad(0), want_w = needs_grad(1), want_b = needs_grad(2);
-    const Dtype dtype = input_meta(1).dtype;
-    const Tensor g = call.act_to_acl(grads[0]);  // [N, C_out, *out], any strides
-    const Tensor xv = want_w ? saved(x) : Tensor();
-    const Tensor wv = want_x ? saved(w) : Tensor();
-    Tensor gx = want_x ? empty(x_sizes, dtype) : Tensor();
-    Tensor gw = want_w ? empty(w_sizes, dtype) : Tensor();
-    Tensor gb = want_b ? empty({call.out_sizes[1]}, dtype) : Tensor();
-
-    const auto g_acl = aclnn::view_of(g);
-    const auto x_acl = want_w ? aclnn::view_of(xv) : aclnn::shape_only(x_sizes, dtype);
-    const auto w_acl = want_x ? aclnn::view_of(wv) : aclnn::shape_only(w_sizes, dtype);
-    const auto gx_acl = aclnn::optional_view_of(gx);
-    const auto gw_acl = aclnn::optional_view_of(gw);
-    const auto gb_acl = aclnn::optional_view_of(gb);
-    const auto bias_sizes = aclnn::int_array({call.out_sizes[1]});
-    const auto stride = aclnn::int_array(call.stride);
-    const auto padding = aclnn::int_array(call.padding);
-    const auto dilation = aclnn::int_array(call.dilation);
-    const auto output_padding = aclnn::int_array(call.output_padding);
-    const auto mask = aclnn::bool_array({want_x, want_w, want_b});
-    aclnn::run_two_phase(
-        "aclnnConvolutionBackward",
-        [&](uint64_t* workspace_size, aclOpExecutor** executor) {
-          return aclnnConvolutionBackwardGetWorkspaceSize(
-              g_acl.get(), x_acl.get(), w_acl.get(), bias_sizes.get(), stride.get(), padding.get(),
-              dilation.get(), call.transposed, output_padding.get(), static_cast<int>(call.groups),
-              mask.get(), kKeepDtype, gx_acl.get(), gw_acl.get(), gb_acl.get(), workspace_size,
-              executor);
-        },
-        aclnnConvolutionBackward);
-    return {want_x ? call.act_from_acl(call.unpadded(gx)) : Tensor(),
-            want_w ? call.weight_from_acl(gw) : Tensor(), gb};
-  }
-};
-
+// y = conv(x, w) + b, or its transposed form, as conv_acl on libaclnn's views of the tensors
+// (ops/conv_acl.h: differentiable to any order; a plain backward is one fused
+// aclnnConvolutionBackward call with outputMask = which inputs need a gradient).
 Tensor convolution(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const Tensor& bias) {
   const ConvCall c = plan(a, input, weight, bias);
   const Tensor x = c.padded(c.act_to_acl(input));
-  const Tensor w = c.weight_to_acl(weight);
-  Tensor out = empty(c.out_sizes, input.dtype());
-  {
-    const auto x_acl = aclnn::view_of(x);
-    const auto w_acl = aclnn::view_of(w);
-    const auto b_acl = aclnn::optional_view_of(bias);
-    const auto out_acl = aclnn::view_of(out);
-    const auto stride = aclnn::int_array(c.stride);
-    const auto padding = aclnn::int_array(c.padding);
-    const auto dilation = aclnn::int_array(c.dilation);
-    const auto output_padding = aclnn::int_array(c.output_padding);
-    aclnn::run_two_phase(
-        "aclnnConvolution",
-        [&](uint64_t* workspace_size, aclOpExecutor** executor) {
-          return aclnnConvolutionGetWorkspaceSize(
-              x_acl.get(), w_acl.get(), b_acl.get(), stride.get(), padding.get(), dilation.get(),
-              c.transposed, output_padding.get(), c.groups, out_acl.get(), kKeepDtype,
-              workspace_size, executor);
-        },
-        aclnnConvolution);
-  }
-  Tensor result = c.act_from_acl(out);
-  if (auto node = make_node<ConvolutionBackward>({input, weight, bias})) {
-    node->call = c;
-    node->x_sizes = x.sizes();
-    node->w_sizes = w.sizes();
-    if (node->needs_grad(1)) node->x = node->save(x);  // dL/dw reads the input
-    if (node->needs_grad(0)) node->w = node->save(w);  // dL/dx reads the weight
-    node->set_history(result);
-  }
-  return result;
+  return c.act_from_acl(detail::conv_acl(c, x, c.weight_to_acl(weight), bias));
 }
 
 Tensor conv_nd(const char* op, int64_t nd, const Tensor& input, const Tensor& weight,

@@ -4,6 +4,8 @@
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "autograd/function.h"
 #include "ops/conv.h"
+#include "ops/conv_acl.h"
+#include "ops/shape.h"
 #include "tensor/creation.h"
 
 namespace aclgrad {
@@ -22,13 +24,16 @@ constexpr auto kNd = aclnn::Format::ND;
 //   dL/dweight[k, c, o] = sum_{t, b} input[t + k - pad, b, c] * g[t, b, o]   (needs input)
 //   dL/dbias[o] = sum_{t, b} g[t, b, o]
 // aclnnConvTbcBackward always computes all three; an operand whose gradient nobody needs is not
-// saved and libaclnn gets a shape-only stand-in (its gradient output is scratch).
+// saved and libaclnn gets a shape-only stand-in (its gradient output is scratch). While a graph
+// is being created (create_graph), the same gradients come from conv_acl_backward on the conv1d
+// views of the tensors instead, which is differentiable to any order (ops/conv_acl.h).
 struct ConvTbcBackward final : Node {
-  ConvTbcBackward() : Node("ConvTbcBackward", /*supports_double_backward=*/false) {}
+  ConvTbcBackward() : Node("ConvTbcBackward") {}
   int64_t pad = 0;
   size_t x = 0, w = 0;  // slots of the saved input and weight
 
   tensor_list apply(tensor_list&& grads) override {
+    if (GradMode::is_enabled()) return differentiable(grads[0]);
     const Tensor& g = grads[0];  // [T_out, B, C_out], any strides
     const bool want_x = needs_grad(0), want_w = needs_grad(1), want_b = needs_grad(2);
     const Dtype dtype = input_meta(1).dtype;
@@ -60,6 +65,27 @@ struct ConvTbcBackward final : Node {
           aclnnConvTbcBackward);
     }
     return {want_x ? gx : Tensor(), want_w ? gw : Tensor(), want_b ? gb : Tensor()};
+  }
+
+  // conv1d views: input [T, B, C_in] as [B, C_in, 1, T], weight [K, C_in, C_out] as
+  // [C_out, C_in, 1, K], g [T_out, B, C_out] as [B, C_out, 1, T_out] (recorded view ops).
+  tensor_list differentiable(const Tensor& g) {
+    const bool want_x = needs_grad(0), want_w = needs_grad(1), want_b = needs_grad(2);
+    auto act = [](const Tensor& t) { return unsqueeze(permute(t, {1, 2, 0}), 2); };
+    auto act_back = [](const Tensor& t) { return permute(squeeze(t, 2), {2, 0, 1}); };
+    auto weight = [](const Tensor& t) { return unsqueeze(permute(t, {2, 1, 0}), 2); };
+    auto weight_back = [](const Tensor& t) { return permute(squeeze(t, 2), {2, 1, 0}); };
+    const Shape& xs = input_sizes(0);
+    const Shape& ws = input_sizes(1);
+    detail::AclConv c;
+    c.stride = {1, 1};
+    c.padding = {0, pad};
+    c.dilation = {1, 1};
+    c.output_padding = {0, 0};
+    const tensor_list d = detail::conv_acl_backward(
+        c, act(g), want_w ? act(saved(x)) : Tensor(), want_x ? weight(saved(w)) : Tensor(),
+        {want_x, want_w, want_b}, {xs[1], xs[2], 1, xs[0]}, {ws[2], ws[1], 1, ws[0]});
+    return {want_x ? act_back(d[0]) : Tensor(), want_w ? weight_back(d[1]) : Tensor(), d[2]};
   }
 };
 

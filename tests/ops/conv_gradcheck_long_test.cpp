@@ -3,10 +3,11 @@
 //   stride {1, 2} x dilation {1, 2} x padding {0, 1, "same"} x groups {1, 3, depthwise}
 //   x bias {off, on} x input and weight {contiguous, non-contiguous with offset}
 // ("same" only with stride 1, as in PyTorch; transposed convolutions take padding {0, 1} and
-// output_padding = stride - 1), checked three ways: forward against the naive float64
+// output_padding = stride - 1), checked four ways: forward against the naive float64
 // convolution; gradcheck (float64 finite differences vs the libaclnn backward) w.r.t. input,
-// weight and bias; float32 forward and gradients against float64's (libaclnn's float32 kernels
-// are not its float64 ones).
+// weight and bias; gradgradcheck (the double backward of ops/conv_acl.h against finite
+// differences of the backward); float32 forward and gradients against float64's (libaclnn's
+// float32 kernels are not its float64 ones).
 // Kernels mix odd and even sizes, so "same" exercises both symmetric and asymmetric padding.
 #include <gtest/gtest.h>
 
@@ -136,11 +137,11 @@ void check_case(const Case& c, uint64_t seed) {
     EXPECT_LE(max_abs_diff(g32[i], g64[i]), 1e-5 * (1 + max_abs_diff(g64[i], zeros_like(g64[i]))));
   }
 
-  EXPECT_NO_THROW(EXPECT_TRUE(autograd::gradcheck(
-      [&](const tensor_list& in) {
-        return run_conv(c, g, in[0], in[1], in.size() > 2 ? in[2] : Tensor());
-      },
-      inputs)));
+  auto fn = [&](const tensor_list& in) {
+    return run_conv(c, g, in[0], in[1], in.size() > 2 ? in[2] : Tensor());
+  };
+  EXPECT_NO_THROW(EXPECT_TRUE(autograd::gradcheck(fn, inputs)));
+  EXPECT_NO_THROW(EXPECT_TRUE(autograd::gradgradcheck(fn, inputs)));
 }
 
 // Every case of one geometry kind; returns how many ran.

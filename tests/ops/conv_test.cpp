@@ -314,19 +314,6 @@ TEST(Conv, UnbatchedInputMatchesBatchOfOne) {
       {uniform_var({3, 4, 3}, -1, 1, 31), uniform_var({3, 2, 2, 3}, -1, 1, 32)});
 }
 
-TEST(Conv, DoubleBackwardIsAClearError) {
-  Tensor x = uniform_var({1, 2, 5, 5}, -1, 1, 33);
-  Tensor w = uniform_var({2, 2, 3, 3}, -1, 1, 34);
-  Tensor y = sum(conv2d(x, w));
-  const std::string msg = message_of<AutogradError>(
-      [&] { autograd::grad({y}, {x}, {}, std::nullopt, /*create_graph=*/true); });
-  EXPECT_CONTAINS(msg, "ConvolutionBackward does not support double backward");
-  Tensor t = sum(
-      conv_tbc(uniform_var({5, 2, 2}, -1, 1, 35), uniform_var({3, 2, 2}, -1, 1, 36), Tensor(), 1));
-  EXPECT_CONTAINS(message_of<AutogradError>([&] { t.backward({}, std::nullopt, true); }),
-                  "ConvTbcBackward does not support double backward");
-}
-
 TEST(ConvTbc, ForwardMatchesNaiveAndConv1dOnPermutedViews) {
   const Tensor x = uniform_var({7, 2, 3}, -1, 1, 37).detach();
   const Tensor w = uniform_var({3, 3, 4}, -1, 1, 38).detach();
