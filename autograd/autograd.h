@@ -2,8 +2,8 @@
 // guards, backward/grad, the graph types and gradcheck.
 #pragma once
 
-#include "autograd/engine.h"
-#include "autograd/error.h"
-#include "autograd/grad_mode.h"
-#include "autograd/gradcheck.h"
-#include "autograd/node.h"
+#include "../autograd/engine.h"
+#include "../autograd/error.h"
+#include "../autograd/grad_mode.h"
+#include "../autograd/gradcheck.h"
+#include "../autograd/node.h"

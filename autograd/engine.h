@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "autograd/node.h"
+#include "../autograd/node.h"
 
 namespace aclgrad::autograd {
 

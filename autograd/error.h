@@ -1,7 +1,7 @@
 // Errors raised by the autograd layer.
 #pragma once
 
-#include "tensor/error.h"
+#include "../tensor/error.h"
 
 namespace aclgrad {
 

@@ -47,9 +47,9 @@
 #include <span>
 #include <utility>
 
-#include "autograd/error.h"
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
+#include "../autograd/error.h"
+#include "../autograd/grad_mode.h"
+#include "../autograd/node.h"
 
 namespace aclgrad::autograd {
 

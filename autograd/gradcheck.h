@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "autograd/node.h"
+#include "../autograd/node.h"
 
 namespace aclgrad::autograd {
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad::autograd {
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "nn/module.h"
-#include "nn/options.h"
+#include "../nn/module.h"
+#include "../nn/options.h"
 
 namespace aclgrad::nn {
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "nn/module.h"
-#include "nn/options.h"
+#include "../nn/module.h"
+#include "../nn/options.h"
 
 namespace aclgrad::nn {
 

@@ -34,8 +34,8 @@
 #include <string_view>
 #include <utility>
 
-#include "nn/module.h"
-#include "tensor/tensor.h"
+#include "../nn/module.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad::nn {
 

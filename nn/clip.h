@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad::nn::utils {
 

@@ -16,9 +16,9 @@
 #include <initializer_list>
 #include <string>
 
-#include "nn/module.h"
-#include "nn/options.h"
-#include "tensor/random.h"
+#include "../nn/module.h"
+#include "../nn/options.h"
+#include "../tensor/random.h"
 
 namespace aclgrad::nn {
 

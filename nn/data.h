@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "tensor/random.h"
-#include "tensor/tensor.h"
+#include "../tensor/random.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad::data {
 

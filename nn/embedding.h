@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "nn/module.h"
-#include "nn/options.h"
-#include "tensor/random.h"
+#include "../nn/module.h"
+#include "../nn/options.h"
+#include "../tensor/random.h"
 
 namespace aclgrad::nn {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad::data {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <utility>
 
-#include "tensor/random.h"
-#include "tensor/tensor.h"
+#include "../tensor/random.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad::nn::init {
 

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "nn/module.h"
-#include "nn/options.h"
-#include "tensor/random.h"
+#include "../nn/module.h"
+#include "../nn/options.h"
+#include "../tensor/random.h"
 
 namespace aclgrad::nn {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/optim.h"
+#include "../nn/optim.h"
 
 namespace aclgrad::optim {
 

@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad::nn {
 

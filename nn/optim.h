@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad::optim {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/error.h"
+#include "../tensor/error.h"
 
 /// Declares an option `name` of type T: a setter `auto& name(const T&)` returning *this for
 /// chaining, a getter `const T& name() const`, and the storage `name##_` (the macro ends with

@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "nn/module.h"
-#include "nn/options.h"
+#include "../nn/module.h"
+#include "../nn/options.h"
 
 namespace aclgrad::nn {
 

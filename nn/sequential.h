@@ -14,7 +14,7 @@
 #include <string>
 #include <type_traits>
 
-#include "nn/module.h"
+#include "../nn/module.h"
 
 namespace aclgrad::nn {
 

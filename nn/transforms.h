@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "nn/data.h"
-#include "tensor/random.h"
-#include "tensor/tensor.h"
+#include "../nn/data.h"
+#include "../tensor/random.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad::data::transforms {
 

@@ -6,9 +6,9 @@
 //   - RAII for aclTensor / aclIntArray / aclBoolArray and run_two_phase(), which runs
 //     GetWorkspaceSize + launch with a reused, per-thread workspace buffer.
 //
-// AclnnError is public (tests and users catch it); the rest is for op implementations. This header
-// does not include the aclnn headers, so code that only catches AclnnError needs no aclnn include
-// path: the aclnn handle types are declared here exactly as acl_meta.h declares them.
+// Internal to ops/ (not installed): AclnnError, which users catch, is in ops/aclnn_error.h. This
+// header does not include the aclnn headers: the aclnn handle types are declared here exactly as
+// acl_meta.h declares them.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/aclnn_error.h"
 #include "tensor/function_ref.h"
 #include "tensor/tensor.h"
 
@@ -29,22 +30,6 @@ typedef struct aclOpExecutor aclOpExecutor;  // NOLINT
 }
 
 namespace aclgrad {
-
-/// A libaclnn call returned a non-zero status. what() is
-/// "<api> failed with status <code>: <aclGetRecentErrMsg()>".
-class AclnnError : public Error {
- public:
-  AclnnError(std::string api, int32_t status, const std::string& aclnn_message,
-             std::source_location where = std::source_location::current());
-  /// The aclnn function that failed, e.g. "aclnnConvolutionBackwardGetWorkspaceSize".
-  const std::string& api() const noexcept { return api_; }
-  /// Its aclnnStatus (161001 null argument, 161002 invalid argument, 561xxx internal).
-  int32_t status() const noexcept { return status_; }
-
- private:
-  std::string api_;
-  int32_t status_;
-};
 
 namespace aclnn {
 

@@ -1,7 +1,7 @@
 // Batch normalisation (torch.nn.functional.batch_norm semantics and defaults).
 #pragma once
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

@@ -4,9 +4,9 @@
 // The forward calls aclnnConvolution / aclnnConvTbc and the backward aclnnConvolutionBackward /
 // aclnnConvTbcBackward through the two-phase API, on zero-copy aclTensor views of the tensors
 // (any strides and offsets, no .contiguous() copies); the output mask asks only for the gradients
-// of inputs that need one. There is no other convolution code in ops/. The backward uses libaclnn
-// kernels, not differentiable ops, so a backward with create_graph=true through a convolution is
-// an AutogradError (no double backward).
+// of inputs that need one. There is no other convolution code in ops/. With create_graph=true
+// the backward is recorded as convolutions itself, so double (and higher) backward works
+// (ops/conv_acl.cpp).
 //
 // Tensors: input [N, C_in, *spatial] or, like PyTorch, [C_in, *spatial] without batch (the output
 // then has no batch dim either); N = 0 is allowed. weight [C_out, C_in / groups, *kernel] (regular)
@@ -22,7 +22,7 @@
 // the op ("conv2d: expected input with 4 dims (N, C, H, W) or 3 dims (C, H, W) without batch, got
 // input of shape [3, 5]"); anything libaclnn itself rejects (e.g. its hardware limits: kernel,
 // padding and dilation <= 255 in H/W, output_padding < stride) is an AclnnError
-// (ops/aclnn_bridge.h) carrying libaclnn's status and message.
+// (ops/aclnn_error.h) carrying libaclnn's status and message.
 #pragma once
 
 #include <concepts>
@@ -32,8 +32,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/aclnn_bridge.h"
-#include "tensor/tensor.h"
+#include "../ops/aclnn_error.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

@@ -3,6 +3,7 @@
 #include "aclnnop/aclnn_convolution.h"
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "autograd/function.h"
+#include "ops/aclnn_bridge.h"
 #include "ops/conv.h"
 #include "ops/conv_acl.h"
 #include "ops/shape.h"

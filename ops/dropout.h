@@ -1,8 +1,8 @@
 // Dropout (torch.nn.functional.dropout semantics).
 #pragma once
 
-#include "tensor/random.h"
-#include "tensor/tensor.h"
+#include "../tensor/random.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

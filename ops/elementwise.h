@@ -9,7 +9,7 @@
 
 #include <optional>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

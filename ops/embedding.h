@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

@@ -6,7 +6,7 @@
 // written with matmul itself, so double backward works.
 #pragma once
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

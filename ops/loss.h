@@ -10,7 +10,7 @@
 
 #include <string_view>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

@@ -27,7 +27,7 @@
 #include <optional>
 #include <tuple>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

@@ -7,7 +7,7 @@
 
 #include <tuple>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

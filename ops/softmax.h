@@ -3,7 +3,7 @@
 // works. float16/bfloat16 compute in float32; float64 in double.
 #pragma once
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

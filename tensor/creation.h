@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

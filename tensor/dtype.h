@@ -8,8 +8,8 @@
 #include <ostream>
 #include <type_traits>
 
-#include "tensor/error.h"
-#include "tensor/half.h"
+#include "../tensor/error.h"
+#include "../tensor/half.h"
 
 namespace aclgrad {
 

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <random>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 namespace aclgrad {
 

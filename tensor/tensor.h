@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "tensor/dtype.h"
-#include "tensor/error.h"
-#include "tensor/layout.h"
-#include "tensor/storage.h"
+#include "../tensor/dtype.h"
+#include "../tensor/error.h"
+#include "../tensor/layout.h"
+#include "../tensor/storage.h"
 
 namespace aclgrad {
 

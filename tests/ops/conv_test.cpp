@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "ops/aclnn_bridge.h"
 #include "ops/ops.h"
 #include "tests/ops/conv_test_util.h"
 #include "tests/ops/ops_test_util.h"
