@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sstream>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -64,7 +65,78 @@ Array* create_array(const char* api, const Elem* value, uint64_t size) {
   return result;
 }
 
+// The last element a well-formed view reaches lies inside its storage (skipped when a dim,
+// stride, offset or storage dim is negative, or the view is empty: phase 1 reports those).
+void check_view_inside_storage(const aclTensor& t) {
+  __int128 last = t.offset, storage = 1;
+  bool judged = t.offset >= 0;
+  for (size_t i = 0; i < t.view_dims.size(); ++i) {
+    judged = judged && t.view_dims[i] > 0 && t.strides[i] >= 0;
+    if (judged) last += static_cast<__int128>(t.view_dims[i] - 1) * t.strides[i];
+  }
+  for (int64_t d : t.storage_dims) {
+    judged = judged && d >= 0;
+    storage = std::min<__int128>(storage * std::max<int64_t>(d, 0), __int128{1} << 64);
+  }
+  if (!judged || last < storage) return;
+  std::ostringstream view;
+  view << "viewDims " << shape_str(t.view_dims) << ", strides " << shape_str(t.strides)
+       << ", offset " << t.offset;
+  check(false, ACLNN_ERR_PARAM_INVALID, "the view (", view.str(), ") reaches element ",
+        static_cast<int64_t>(std::min<__int128>(last, INT64_MAX)), " but storageDims ",
+        shape_str(t.storage_dims), " hold only ",
+        static_cast<uint64_t>(std::min<__int128>(storage, UINT64_MAX)), " elements");
+}
+
 }  // namespace
+
+bool known_dtype(int32_t v) {
+  switch (v) {
+    case ACL_DT_UNDEFINED:
+    case ACL_FLOAT:
+    case ACL_FLOAT16:
+    case ACL_INT8:
+    case ACL_INT32:
+    case ACL_UINT8:
+    case ACL_INT16:
+    case ACL_UINT16:
+    case ACL_UINT32:
+    case ACL_INT64:
+    case ACL_UINT64:
+    case ACL_DOUBLE:
+    case ACL_BOOL:
+    case ACL_STRING:
+    case ACL_COMPLEX64:
+    case ACL_COMPLEX128:
+    case ACL_BF16:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool known_format(int32_t v) {
+  switch (v) {
+    case ACL_FORMAT_UNDEFINED:
+    case ACL_FORMAT_NCHW:
+    case ACL_FORMAT_NHWC:
+    case ACL_FORMAT_ND:
+    case ACL_FORMAT_NC1HWC0:
+    case ACL_FORMAT_FRACTAL_Z:
+    case ACL_FORMAT_NC1HWC0_C04:
+    case ACL_FORMAT_HWCN:
+    case ACL_FORMAT_NDHWC:
+    case ACL_FORMAT_FRACTAL_NZ:
+    case ACL_FORMAT_NCDHW:
+    case ACL_FORMAT_NDC1HWC0:
+    case ACL_FRACTAL_Z_3D:
+    case ACL_FORMAT_NC:
+    case ACL_FORMAT_NCL:
+      return true;
+    default:
+      return false;
+  }
+}
 
 size_t dtype_size(aclDataType dtype) {
   switch (dtype) {
@@ -218,7 +290,7 @@ using namespace aclnn_cpu;
 extern "C" {
 
 size_t aclDataTypeSize(aclDataType dataType) {
-  return dtype_size(dataType);
+  return known_dtype(raw_enum(dataType)) ? dtype_size(dataType) : 0;
 }
 
 aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType,
@@ -233,14 +305,20 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
     check(viewDimsNum <= kMaxDims && storageDimsNum <= kMaxDims, ACLNN_ERR_PARAM_INVALID,
           "viewDimsNum ", viewDimsNum, " / storageDimsNum ", storageDimsNum,
           " exceed the maximum rank ", kMaxDims);
-    // Shapes are stored as given (even negative or overflowing): like CANN, the operator's phase 1
-    // judges them and names the offending parameter.
+    check(known_dtype(raw_enum(dataType)), ACLNN_ERR_PARAM_INVALID, "dataType ", raw_enum(dataType),
+          " is not an aclDataType");
+    check(known_format(raw_enum(format)), ACLNN_ERR_PARAM_INVALID, "format ", raw_enum(format),
+          " is not an aclFormat");
+    // Negative or overflowing shapes are stored as given: like CANN, the operator's phase 1 judges
+    // them and names the offending parameter. A view that provably reaches past its own storage
+    // is refused here already, where the caller made the mistake.
     auto t = std::make_unique<aclTensor>();
     t->view_dims.assign(viewDims, viewDims + viewDimsNum);
     t->storage_dims.assign(storageDims, storageDims + storageDimsNum);
     t->strides = stride ? std::vector<int64_t>(stride, stride + viewDimsNum)
                         : contiguous_strides(t->view_dims);
     t->offset = offset;
+    check_view_inside_storage(*t);
     t->dtype = dataType;
     t->format = format;
     t->data = tensorData;
@@ -254,6 +332,8 @@ aclScalar* aclCreateScalar(void* value, aclDataType dataType) {
   aclScalar* result = nullptr;
   guard_aclnn("aclCreateScalar", [&] {
     check(value != nullptr, ACLNN_ERR_PARAM_NULLPTR, "value is null");
+    check(known_dtype(raw_enum(dataType)), ACLNN_ERR_PARAM_INVALID, "dataType ", raw_enum(dataType),
+          " is not an aclDataType");
     auto s = std::make_unique<aclScalar>();
     s->dtype = dataType;
     switch (dataType) {

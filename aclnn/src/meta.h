@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -63,6 +64,20 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspace_size,
 
 // True when `stream` is null (the default stream) or a stream created and not yet destroyed.
 bool stream_is_valid(aclrtStream stream);
+
+// The integer a caller passed where the C API takes an enum, read from the object's bytes: loading
+// a value outside the enum's range as the enum type is undefined behaviour in C++, and a C caller
+// may pass any int. Check it (known_dtype, ...) before the value is used as the enum.
+template <typename E>
+int32_t raw_enum(const E& e) {
+  static_assert(sizeof(E) == sizeof(int32_t));
+  int32_t v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+// Whether v is one of the enumerators of aclDataType / aclFormat (acl_base.h).
+bool known_dtype(int32_t v);
+bool known_format(int32_t v);
 
 // Element size in bytes of the dtypes aclnn computes with; 0 for others.
 size_t dtype_size(aclDataType dtype);

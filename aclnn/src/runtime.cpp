@@ -257,9 +257,9 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
 
 aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
   return guard_rt("aclrtMalloc", [&] {
-    check(policy >= ACL_MEM_MALLOC_HUGE_FIRST && policy <= ACL_MEM_MALLOC_NORMAL_ONLY,
-          ACL_ERROR_INVALID_PARAM, "policy ", static_cast<int>(policy),
-          " is not an aclrtMemMallocPolicy (0, 1 or 2)");
+    const int32_t p = raw_enum(policy);  // any int a caller passed (see meta.h)
+    check(p >= ACL_MEM_MALLOC_HUGE_FIRST && p <= ACL_MEM_MALLOC_NORMAL_ONLY,
+          ACL_ERROR_INVALID_PARAM, "policy ", p, " is not an aclrtMemMallocPolicy (0, 1 or 2)");
     return allocate(devPtr, size, AllocKind::Device);
   });
 }
@@ -279,8 +279,9 @@ aclError aclrtFreeHost(void* hostPtr) {
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                      aclrtMemcpyKind kind) {
   return guard_rt("aclrtMemcpy", [&] {
-    check(kind >= ACL_MEMCPY_HOST_TO_HOST && kind <= ACL_MEMCPY_DEFAULT, ACL_ERROR_INVALID_PARAM,
-          "kind ", static_cast<int>(kind), " is not an aclrtMemcpyKind (0..4)");
+    const int32_t k = raw_enum(kind);  // any int a caller passed (see meta.h)
+    check(k >= ACL_MEMCPY_HOST_TO_HOST && k <= ACL_MEMCPY_DEFAULT, ACL_ERROR_INVALID_PARAM, "kind ",
+          k, " is not an aclrtMemcpyKind (0..4)");
     check(dst != nullptr, ACL_ERROR_INVALID_PARAM, "dst is null");
     check(src != nullptr, ACL_ERROR_INVALID_PARAM, "src is null");
     check(count <= destMax, ACL_ERROR_INVALID_PARAM, "count ", count, " bytes exceeds destMax ",

@@ -1,12 +1,14 @@
 // aclTensor / array / scalar objects and the executor contract of the two-phase API.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "acl/acl.h"
 #include "aclnn/aclnn_base.h"
+#include "support/raw_enum_calls.h"
 
 namespace {
 
@@ -119,3 +121,64 @@ TEST(AclExecutor, ControlFunctionsRejectNullAndUnknownExecutors) {
 }
 
 }  // namespace
+
+// A C caller may pass any int where the API takes an enum; values that are not enumerators are
+// refused by name (the library never loads them as the enum type: see UBSan in CI).
+TEST(AclTensor, UnknownDtypeOrFormatIsRefusedWithItsValue) {
+  const int64_t dims[] = {2, 3};
+  EXPECT_EQ(acltest_create_tensor_raw(dims, 2, 1000, nullptr, 0, ACL_FORMAT_ND, dims, 2, nullptr),
+            nullptr);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("dataType 1000 is not an aclDataType"),
+            std::string::npos)
+      << aclGetRecentErrMsg();
+  EXPECT_EQ(acltest_data_type_size_raw(1000), 0u);
+  EXPECT_EQ(acltest_data_type_size_raw(-1), 0u);
+  double value = 1;
+  EXPECT_EQ(acltest_create_scalar_raw(&value, 1000), nullptr);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("dataType 1000"), std::string::npos);
+  EXPECT_EQ(acltest_create_tensor_raw(dims, 2, ACL_FLOAT, nullptr, 0, -7, dims, 2, nullptr),
+            nullptr);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("format -7 is not an aclFormat"),
+            std::string::npos)
+      << aclGetRecentErrMsg();
+  // Every enumerator the headers name is accepted.
+  for (aclFormat f : {ACL_FORMAT_ND, ACL_FORMAT_NCHW, ACL_FORMAT_NCL, ACL_FORMAT_NCDHW,
+                      ACL_FORMAT_NHWC, ACL_FORMAT_UNDEFINED}) {
+    aclTensor* t = aclCreateTensor(dims, 2, ACL_BF16, nullptr, 0, f, dims, 2, nullptr);
+    EXPECT_NE(t, nullptr) << f;
+    aclDestroyTensor(t);
+  }
+  EXPECT_EQ(aclDataTypeSize(ACL_FLOAT16), 2u);
+}
+
+TEST(AclTensor, ViewReachingPastItsStorageIsRefusedAtCreation) {
+  std::vector<float> storage(20);
+  const int64_t dims[] = {4, 5}, strides[] = {5, 1};
+  const int64_t short_storage[] = {19};
+  EXPECT_EQ(aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, short_storage, 1,
+                            storage.data()),
+            nullptr);
+  const std::string msg = aclGetRecentErrMsg();
+  EXPECT_NE(msg.find("reaches element 19"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("storageDims [19] hold only 19 elements"), std::string::npos) << msg;
+  // The offset counts: the same view one element further needs 21.
+  const int64_t exact[] = {20};
+  EXPECT_EQ(aclCreateTensor(dims, 2, ACL_FLOAT, strides, 1, ACL_FORMAT_ND, exact, 1, nullptr),
+            nullptr);
+  // Exactly fitting, an N-d storage shape and an empty view (nothing reached) are fine.
+  const int64_t nd_storage[] = {4, 5}, empty_dims[] = {0, 5};
+  for (aclTensor* t :
+       {aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, exact, 1, nullptr),
+        aclCreateTensor(dims, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, nd_storage, 2, nullptr),
+        aclCreateTensor(empty_dims, 2, ACL_FLOAT, strides, 100, ACL_FORMAT_ND, exact, 1,
+                        nullptr)}) {
+    EXPECT_NE(t, nullptr) << aclGetRecentErrMsg();
+    aclDestroyTensor(t);
+  }
+  // Negative values are stored for the operator to judge (as CANN does).
+  const int64_t negative[] = {-1, 5};
+  aclTensor* t =
+      aclCreateTensor(negative, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, exact, 1, nullptr);
+  EXPECT_NE(t, nullptr);
+  aclDestroyTensor(t);
+}

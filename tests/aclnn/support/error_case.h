@@ -29,6 +29,9 @@ struct Spec {
   int64_t offset = 0;
   Shape storage{};  // empty = [numel] (only computed when the shape is sane)
   bool null_data = false;
+  // For storage claims too large to allocate: a distinct address per tensor, 2^47 bytes apart
+  // (never dereferenced: the call is refused in phase 1), so tensors do not appear to overlap.
+  bool fake_far_data = false;
 };
 
 // Owns the aclTensors / arrays of one call and their host storage.
@@ -44,7 +47,9 @@ class Pool {
     int64_t elems = 1;
     for (int64_t d : storage) elems *= d;
     void* data = nullptr;
-    if (!s.null_data) {
+    if (s.fake_far_data) {
+      data = reinterpret_cast<void*>(static_cast<uintptr_t>(++fake_count_) << 47);
+    } else if (!s.null_data) {
       buffers_.emplace_back(
           static_cast<size_t>(std::max<int64_t>(1, std::min<int64_t>(elems, 1 << 20))) * 8);
       data = buffers_.back().data();
@@ -68,6 +73,7 @@ class Pool {
   }
 
  private:
+  uintptr_t fake_count_ = 0;
   std::vector<std::vector<uint64_t>> buffers_;
   std::vector<acltest::AclTensorPtr> tensors_;
   std::vector<acltest::IntArrayPtr> ints_;
