@@ -15,6 +15,7 @@
 #include "aclnnop/aclnn_convolution.h"
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "conv/checks.h"
+#include "conv/overlap.h"
 #include "conv/engine.h"
 #include "error.h"
 
@@ -132,6 +133,12 @@ ConvGeometry validate(const Tbc& t, Round* round) {
     check(out.t->view_dims == src.t->view_dims, ACLNN_ERR_PARAM_INVALID, out.name, " has shape ",
           shape_of(out.t), " but ", src.name, " has shape ", shape_of(src.t),
           "; they must be equal");
+
+  // 7. Memory: no output overlaps an input or another output.
+  std::vector<NamedTensor> in_mem, out_mem;
+  for (const Named& n : inputs) in_mem.push_back({n.name, n.t});
+  for (const auto& [out, src] : outs) out_mem.push_back({out.name, out.t});
+  check_no_overlap(in_mem, out_mem);
 
   ConvGeometry g;
   g.N = xd[1];

@@ -6,6 +6,7 @@
 #include "aclnnop/aclnn_convolution.h"
 
 #include "conv/checks.h"
+#include "conv/overlap.h"
 #include "conv/conv_params.h"
 #include "conv/engine.h"
 #include "error.h"
@@ -85,6 +86,9 @@ aclnnStatus aclnnConvolutionGetWorkspaceSize(const aclTensor* input, const aclTe
 
     // 7. Channels and groups.
     check_channels(cp);
+
+    // 8. Memory: the output overlaps no input.
+    check_no_overlap({{"input", input}, {"weight", weight}, {"bias", bias}}, {{"output", output}});
 
     ConvJob job;
     job.g = g;

@@ -13,6 +13,7 @@
 #include "aclnnop/aclnn_convolution_backward.h"
 
 #include "conv/checks.h"
+#include "conv/overlap.h"
 #include "conv/conv_params.h"
 #include "conv/engine.h"
 #include "error.h"
@@ -140,6 +141,12 @@ aclnnStatus aclnnConvolutionBackwardGetWorkspaceSize(
 
     // 7. Channels and groups.
     check_channels(cp);
+
+    // 8. Memory: no output overlaps an input or another output.
+    check_no_overlap({{"gradOutput", gradOutput}, {"input", input}, {"weight", weight}},
+                     {{"gradInput", want_in ? gradInput : nullptr},
+                      {"gradWeight", want_w ? gradWeight : nullptr},
+                      {"gradBias", want_b ? gradBias : nullptr}});
 
     // The job on the regular geometry (engine.h explains the transposed mapping).
     ConvJob job;
