@@ -241,6 +241,9 @@ TEST(FloatFormats, F16RoundTripsEveryBitPattern) {
 }
 
 TEST(FloatFormats, F16MatchesCompilerConversion) {
+#ifndef __FLT16_MANT_DIG__  // clang 14 has no _Float16 on x86 without AVX512-FP16
+  GTEST_SKIP() << "this compiler has no _Float16 to compare with (GCC builds run this test)";
+#else
   acltest::Rng rng(3);
   for (int i = 0; i < 200000; ++i) {
     // magnitudes from deep subnormal to overflow, plus exact ties (odd multiples of half an ulp)
@@ -252,6 +255,7 @@ TEST(FloatFormats, F16MatchesCompilerConversion) {
   EXPECT_EQ(acltest::RoundToF16(1 + 3 * std::ldexp(1, -11)), 1 + std::ldexp(1, -9));
   EXPECT_EQ(acltest::RoundToF16(65519.0), 65504.0);
   EXPECT_TRUE(std::isinf(acltest::RoundToF16(65520.0)));
+#endif
 }
 
 // Round-to-nearest-even of a float bit pattern, dropping the low `drop` bits (bf16: 16, HF32: 12).

@@ -24,6 +24,9 @@ extern "C" {
 ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmCount(void);
 /* Name of algorithm `index` (0 <= index < count), e.g. "grid_direct"; NULL out of range. */
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index);
+/* 1 when algorithm `index` can run on this CPU (some need AVX-512; ACLNN_CPU_NO_AVX512=1 also
+ * turns those off), else 0 (also out of range). Elsewhere it never applies, even when forced. */
+ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index);
 /* Its primitive: "forward", "backward_data", "backward_weight" or "all" (tbc_gemm); NULL out of
  * range. */
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index);

@@ -80,12 +80,22 @@ void run(const Problem& p, const Blocking& b, const Operands<T>& o) {
 
 }  // namespace
 
-const Algorithm kFlipGridGemmData{"flip_grid_gemm", Primitive::kBackwardData,
-                                  plan<kGridGemmForward, false>, run<kGridGemmForward, float>,
-                                  run<kGridGemmForward, double>};
-const Algorithm kFlipImplicitGemmData{
-    "flip_implicit_gemm", Primitive::kBackwardData, plan<kImplicitGemmForward, true>,
-    run<kImplicitGemmForward, float>, run<kImplicitGemmForward, double>};
+const Algorithm kFlipGridGemmData{"flip_grid_gemm",
+                                  Primitive::kBackwardData,
+                                  plan<kGridGemmForward, false>,
+                                  run<kGridGemmForward, float>,
+                                  run<kGridGemmForward, double>,
+                                  /*run_bf16=*/nullptr,
+                                  /*reads_sources=*/false,
+                                  /*needs_avx512=*/true};
+const Algorithm kFlipImplicitGemmData{"flip_implicit_gemm",
+                                      Primitive::kBackwardData,
+                                      plan<kImplicitGemmForward, true>,
+                                      run<kImplicitGemmForward, float>,
+                                      run<kImplicitGemmForward, double>,
+                                      /*run_bf16=*/nullptr,
+                                      /*reads_sources=*/false,
+                                      /*needs_avx512=*/true};
 const Algorithm kFlipIm2colGemmData{"flip_im2col_gemm", Primitive::kBackwardData,
                                     plan<kIm2colGemmForward, true>, run<kIm2colGemmForward, float>,
                                     run<kIm2colGemmForward, double>};

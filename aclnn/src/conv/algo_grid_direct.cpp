@@ -276,20 +276,23 @@ const Algorithm kGridDirectForward{"grid_direct",
                                    forward,
                                    nullptr,
                                    grid_direct::forward_bf16,
-                                   /*reads_sources=*/true};
+                                   /*reads_sources=*/true,
+                                   /*needs_avx512=*/true};
 const Algorithm kGridDirectData{"grid_direct",
                                 Primitive::kBackwardData,
                                 plan_data,
                                 backward_data,
                                 nullptr,
                                 grid_direct::backward_data_bf16,
-                                /*reads_sources=*/true};
+                                /*reads_sources=*/true,
+                                /*needs_avx512=*/true};
 const Algorithm kGridDirectWeight{"grid_direct",
                                   Primitive::kBackwardWeight,
                                   plan_weight,
                                   backward_weight,
                                   nullptr,
                                   grid_direct::backward_weight_bf16,
-                                  /*reads_sources=*/true};
+                                  /*reads_sources=*/true,
+                                  /*needs_avx512=*/true};
 
 }  // namespace aclnn_cpu::conv

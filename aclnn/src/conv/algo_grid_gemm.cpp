@@ -124,8 +124,21 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
 
 }  // namespace
 
-const Algorithm kGridGemmForward{"grid_gemm", Primitive::kForward, plan_forward, forward, nullptr};
-const Algorithm kGridGemmWeight{"grid_gemm", Primitive::kBackwardWeight, plan_weight,
-                                backward_weight, nullptr};
+const Algorithm kGridGemmForward{"grid_gemm",
+                                 Primitive::kForward,
+                                 plan_forward,
+                                 forward,
+                                 /*run_f64=*/nullptr,
+                                 /*run_bf16=*/nullptr,
+                                 /*reads_sources=*/false,
+                                 /*needs_avx512=*/true};
+const Algorithm kGridGemmWeight{"grid_gemm",
+                                Primitive::kBackwardWeight,
+                                plan_weight,
+                                backward_weight,
+                                /*run_f64=*/nullptr,
+                                /*run_bf16=*/nullptr,
+                                /*reads_sources=*/false,
+                                /*needs_avx512=*/true};
 
 }  // namespace aclnn_cpu::conv

@@ -89,9 +89,13 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
 
 }  // namespace
 
-const Algorithm kImplicitGemmForward{"implicit_gemm", Primitive::kForward, plan_forward, forward,
-                                     nullptr};
-const Algorithm kImplicitGemmWeight{"implicit_gemm", Primitive::kBackwardWeight, plan_weight,
-                                    backward_weight, nullptr};
+const Algorithm kImplicitGemmForward{
+    "implicit_gemm",         Primitive::kForward,  plan_forward, forward,
+    /*run_f64=*/nullptr,     /*run_bf16=*/nullptr,
+    /*reads_sources=*/false, /*needs_avx512=*/true};
+const Algorithm kImplicitGemmWeight{
+    "implicit_gemm",         Primitive::kBackwardWeight, plan_weight,
+    backward_weight,         /*run_f64=*/nullptr,        /*run_bf16=*/nullptr,
+    /*reads_sources=*/false, /*needs_avx512=*/true};
 
 }  // namespace aclnn_cpu::conv

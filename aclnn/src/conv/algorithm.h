@@ -103,6 +103,8 @@ struct Algorithm {
   // run_f32 reads Operands::xsrc/wsrc/ysrc (any float dtype, rounded as it reads them) instead of
   // fp32 copies: no separate conversion pass.
   bool reads_sources = false;
+  // Its kernels need AVX-512 (gemm::have_avx512()); its plan refuses problems without it.
+  bool needs_avx512 = false;
 };
 
 // Every registered algorithm of `p`, in order of preference.

@@ -6,8 +6,13 @@
 
 #include "conv/direct_grid.h"
 
+// The whole file is compiled for AVX-512 (clang spells GCC's target pragma differently).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
+#endif
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -301,4 +306,8 @@ void direct_split2_avx512(const float* src, int64_t n, float* even, float* odd) 
 }  // namespace aclnn_cpu::conv
 
 #pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif

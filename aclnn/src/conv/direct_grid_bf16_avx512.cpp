@@ -9,8 +9,13 @@
 
 #include "conv/direct_grid.h"
 
+// The whole file is compiled for AVX-512 (clang spells GCC's target pragma differently).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")
+#endif
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -207,4 +212,8 @@ void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uin
 }  // namespace aclnn_cpu::conv
 
 #pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif

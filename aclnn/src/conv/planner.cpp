@@ -8,6 +8,7 @@
 #include "conv/algorithm.h"
 #include "aclnn/aclnn_cpu_conv.h"
 #include "conv/algorithms.h"
+#include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -146,6 +147,13 @@ ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index) {
   const auto all = aclnn_cpu::conv::all_algorithms();
   if (index < 0 || index > static_cast<int>(all.size())) return nullptr;
   return index == static_cast<int>(all.size()) ? "tbc_gemm" : all[index]->name;
+}
+
+ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
+  const auto all = aclnn_cpu::conv::all_algorithms();
+  if (index < 0 || index > static_cast<int>(all.size())) return 0;
+  return index == static_cast<int>(all.size()) || !all[index]->needs_avx512 ||
+         aclnn_cpu::gemm::have_avx512();
 }
 
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index) {
