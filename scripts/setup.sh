@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages aclgrad needs, only those missing. Safe to run any number of times.
+# Extra package names given as arguments are installed too (scripts/test_sanitizers.sh: clang).
 set -euo pipefail
 
 packages=(
@@ -7,6 +8,7 @@ packages=(
   libopenblas-dev libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libpng-dev nlohmann-json3-dev libcli11-dev
   dataset-fashion-mnist
+  "$@"
 )
 
 missing=()

@@ -109,9 +109,12 @@ struct BackwardRun {
     const naive::ConvGeom& g = c.geom;
     const int64_t c_out = g.output()[1];
     Rng rng(c.seed);
-    gy.Fill(rng.Uniform(gy.numel()));
-    x.Fill(rng.Uniform(x.numel()));
-    w.Fill(rng.Uniform(w.numel()));
+    std::vector<double> gy_values = rng.Uniform(gy.numel()), x_values = rng.Uniform(x.numel()),
+                        w_values = rng.Uniform(w.numel());
+    if (c.edit_values) c.edit_values(gy_values, x_values, w_values);
+    gy.Fill(gy_values);
+    x.Fill(x_values);
+    w.Fill(w_values);
     auto make_out = [&](bool requested, const std::vector<int64_t>& shape, aclDataType dt,
                         uint64_t k) -> std::unique_ptr<TestTensor> {
       if (!requested && c.null_masked) return nullptr;
@@ -137,6 +140,20 @@ struct BackwardRun {
 };
 
 }  // namespace
+
+BackwardValues RunConvBackward(const ConvCase& c) {
+  BackwardRun run(c);
+  BackwardValues v;
+  v.result = run.result;
+  v.gy = run.gy.values();
+  v.x = run.x.values();
+  v.w = run.w.values();
+  if (!run.result.ok()) return v;
+  if (c.mask[0]) v.grad_input = run.gi->Read();
+  if (c.mask[1]) v.grad_weight = run.gw->Read();
+  if (c.mask[2]) v.grad_bias = run.gb->Read();
+  return v;
+}
 
 ::testing::AssertionResult CheckConvBackward(const ConvCase& c) {
   const naive::ConvGeom& g = c.geom;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ struct ConvCase {
   bool forward_bias = true;  // aclnnConvolution with a bias tensor (else bias = nullptr)
   uint64_t seed = 1;
   std::string label;  // short geometry label, e.g. "dw3x3s2"
+  // Applied to the seeded operand values (row-major gy, x, w) before they are written, e.g. to
+  // plant NaN or Inf; the checks then see the edited values.
+  std::function<void(std::vector<double>& gy, std::vector<double>& x, std::vector<double>& w)>
+      edit_values;
 
   // The dtype the products are computed in: promotion of gy/x/w (f16+f32 -> f32, bf16+f16 -> f32).
   aclDataType compute_dtype() const;
@@ -59,6 +64,14 @@ std::vector<int64_t> ApiPadding(const ConvCase& c);
 // the reference (on operands rounded per cubeMathType), that requested outputs did not write
 // outside their view, and that masked-out outputs were not touched at all.
 ::testing::AssertionResult CheckConvBackward(const ConvCase& c);
+
+// Runs aclnnConvolutionBackward on the case's seeded (and edited) values; returns the operand
+// values as written and the gradients read back (empty when masked out or when the call failed).
+struct BackwardValues {
+  CallResult result;
+  std::vector<double> gy, x, w, grad_input, grad_weight, grad_bias;
+};
+BackwardValues RunConvBackward(const ConvCase& c);
 
 // Runs aclnnConvolution (with a bias unless !forward_bias) on the same kind of data and checks
 // the output.
