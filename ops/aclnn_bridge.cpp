@@ -5,6 +5,7 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/aclnn_base.h"
+#include "aclnn/aclnn_cpu_extensions.h"
 
 namespace aclgrad {
 
@@ -132,6 +133,12 @@ BoolArrayHandle bool_array(std::initializer_list<bool> values) {
 }
 
 void run_two_phase(const char* api, GetWorkspaceFn get_workspace, LaunchFn launch) {
+  // The framework's own calls use libaclnn's CPU-only extensions (DOUBLE, for gradcheck); they are
+  // per thread and restored on return, so a CANN program's calls on this thread stay unaffected.
+  struct ExtensionScope {
+    uint32_t previous = aclnnCpuSetExtensions(ACLNN_CPU_EXT_DOUBLE);
+    ~ExtensionScope() { aclnnCpuSetExtensions(previous); }
+  } extensions;
   uint64_t bytes = 0;
   aclOpExecutor* raw = nullptr;
   if (const int32_t st = get_workspace(&bytes, &raw); st != ACLNN_SUCCESS) {

@@ -53,8 +53,9 @@ using BoolArrayHandle = std::unique_ptr<aclBoolArray, BoolArrayDeleter>;
 
 /// A zero-copy aclTensor view of t: t's sizes, strides and storage offset (in elements) over its
 /// whole storage (storage dims = [storage element count], data = storage base pointer). dtype:
-/// float32 -> FLOAT, float64 -> DOUBLE (libaclnn's extension), float16 -> FLOAT16, bfloat16 ->
-/// BF16; other dtypes are a DtypeError. The view stays valid while t's storage lives.
+/// float32 -> FLOAT, float64 -> DOUBLE (a libaclnn extension run_two_phase enables), float16 ->
+/// FLOAT16, bfloat16 -> BF16; other dtypes are a DtypeError. The view stays valid while t's storage
+/// lives.
 TensorHandle view_of(const Tensor& t, Format format);
 inline TensorHandle view_of(const Tensor& t) {
   return view_of(t, conv_format(t.dim()));
@@ -64,7 +65,8 @@ TensorHandle optional_view_of(const Tensor& t);
 
 /// A read-only stand-in of the given sizes and dtype: every stride 0 over one zero element. For
 /// operands an aclnn call requires but will not read (e.g. `input` when only gradInput is
-/// requested), so the op need not keep the real tensor alive for backward.
+/// requested), so the op need not keep the real tensor alive for backward; also for outputs an
+/// aclnn call requires but will not write (gradInput / gradWeight outside the outputMask).
 TensorHandle shape_only(const Shape& sizes, Dtype dtype, Format format);
 inline TensorHandle shape_only(const Shape& sizes, Dtype dtype) {
   return shape_only(sizes, dtype, conv_format(static_cast<int64_t>(sizes.size())));
@@ -79,11 +81,13 @@ using GetWorkspaceFn = FunctionRef<int32_t(uint64_t* workspace_size, aclOpExecut
 using LaunchFn = int32_t (*)(void* workspace, uint64_t workspace_size, aclOpExecutor* executor,
                              void* stream);
 
-/// Runs one aclnn op through the two-phase API: get_workspace (named `api` + "GetWorkspaceSize"
-/// in errors), then launch on the default stream (libaclnn computes at launch, so the results are
-/// ready on return). The workspace is a per-thread buffer that only grows, so repeated training
-/// steps do not allocate. Throws AclnnError on any non-zero status. The executor is made
-/// repeatable and destroyed here, so it never leaks whichever phase fails.
+/// Runs one aclnn op through the two-phase API with libaclnn's CPU-only extensions enabled for
+/// the call (ACLNN_CPU_EXT_DOUBLE: float64 tensors, aclnn/aclnn_cpu_extensions.h): get_workspace
+/// (named `api` + "GetWorkspaceSize" in errors), then launch on the default stream (libaclnn
+/// computes at launch, so the results are ready on return). The workspace is a per-thread buffer
+/// that only grows, so repeated training steps do not allocate. Throws AclnnError on any non-zero
+/// status. The executor is made repeatable and destroyed here, so it never leaks whichever phase
+/// fails.
 void run_two_phase(const char* api, GetWorkspaceFn get_workspace, LaunchFn launch);
 
 /// Bytes currently held by this thread's workspace buffer (for tests and diagnostics).

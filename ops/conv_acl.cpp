@@ -137,8 +137,10 @@ tensor_list conv_acl_backward(const AclConv& c, const Tensor& g, const Tensor& x
     const auto g_acl = aclnn::view_of(g);
     const auto x_acl = want_w ? aclnn::view_of(x) : aclnn::shape_only(x_sizes, dtype);
     const auto w_acl = want_x ? aclnn::view_of(w) : aclnn::shape_only(w_sizes, dtype);
-    const auto gx_acl = aclnn::optional_view_of(gx);
-    const auto gw_acl = aclnn::optional_view_of(gw);
+    // gradInput / gradWeight are never null (the spec's 161001 rule): unrequested ones are
+    // shape-only stand-ins libaclnn validates but does not write.
+    const auto gx_acl = want_x ? aclnn::view_of(gx) : aclnn::shape_only(x_sizes, dtype);
+    const auto gw_acl = want_w ? aclnn::view_of(gw) : aclnn::shape_only(w_sizes, dtype);
     const auto gb_acl = aclnn::optional_view_of(gb);
     const auto bias_sizes = aclnn::int_array({g.size(1)});
     const auto stride = aclnn::int_array(c.stride);

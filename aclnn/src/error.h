@@ -68,10 +68,12 @@ int32_t guard(std::string_view api, int32_t bad_alloc_status, int32_t internal_s
   }
 }
 
-// guard() for aclnn entry points (aclnnStatus codes).
+// guard() for aclnn entry points (aclnnStatus codes). Internal failures (out of host memory, a
+// broken invariant) are ACLNN_ERR_INNER_NULLPTR 561103, the code CANN's documents give for "API
+// internal check error".
 template <typename Body>
 aclnnStatus guard_aclnn(std::string_view api, Body&& body) noexcept {
-  return guard(api, ACLNN_ERR_INNER, ACLNN_ERR_INNER, std::forward<Body>(body));
+  return guard(api, ACLNN_ERR_INNER_NULLPTR, ACLNN_ERR_INNER_NULLPTR, std::forward<Body>(body));
 }
 
 }  // namespace aclnn_cpu

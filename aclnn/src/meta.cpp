@@ -109,6 +109,9 @@ bool known_dtype(int32_t v) {
     case ACL_COMPLEX64:
     case ACL_COMPLEX128:
     case ACL_BF16:
+    case ACL_HIFLOAT8:
+    case ACL_FLOAT8_E5M2:
+    case ACL_FLOAT8_E4M3FN:
       return true;
     default:
       return false;
@@ -157,6 +160,9 @@ size_t dtype_size(aclDataType dtype) {
     case ACL_INT8:
     case ACL_UINT8:
     case ACL_BOOL:
+    case ACL_HIFLOAT8:
+    case ACL_FLOAT8_E5M2:
+    case ACL_FLOAT8_E4M3FN:
       return 1;
     case ACL_COMPLEX128:
       return 16;
@@ -197,6 +203,12 @@ const char* dtype_name(aclDataType dtype) {
       return "STRING";
     case ACL_COMPLEX64:
       return "COMPLEX64";
+    case ACL_HIFLOAT8:
+      return "HIFLOAT8";
+    case ACL_FLOAT8_E5M2:
+      return "FLOAT8_E5M2";
+    case ACL_FLOAT8_E4M3FN:
+      return "FLOAT8_E4M3FN";
     case ACL_COMPLEX128:
       return "COMPLEX128";
     case ACL_DT_UNDEFINED:

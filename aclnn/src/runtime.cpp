@@ -15,6 +15,7 @@
 #include "acl/acl.h"
 #include "error.h"
 #include "meta.h"
+#include "runtime_options.h"
 
 namespace aclnn_cpu {
 namespace {
@@ -38,6 +39,9 @@ struct Runtime {
   int32_t current_device = -1;  // process-wide (see aclrtSetDevice)
   std::set<StreamImpl*> streams;
   std::map<const char*, Allocation> allocations;  // keyed by base address
+  // aclSysParamOpt values of the current device's default context (index = opt); the context
+  // dies with aclrtResetDevice / aclFinalize, and its successor starts at 0.
+  int64_t sys_params[2] = {0, 0};
 };
 
 Runtime& runtime() {
@@ -99,6 +103,12 @@ aclError release(void* ptr, AllocKind kind) {
 
 }  // namespace
 
+bool deterministic_requested() {
+  auto& r = runtime();
+  std::lock_guard lock(r.mutex);
+  return r.current_device >= 0 && r.sys_params[ACL_OPT_DETERMINISTIC] != 0;
+}
+
 bool stream_is_valid(aclrtStream stream) {
   if (stream == nullptr) return true;
   auto& r = runtime();
@@ -136,6 +146,7 @@ aclError aclFinalize(void) {
     for (StreamImpl* s : r.streams) delete s;
     r.streams.clear();
     r.current_device = -1;
+    r.sys_params[ACL_OPT_DETERMINISTIC] = r.sys_params[ACL_OPT_ENABLE_DEBUG_KERNEL] = 0;
     r.initialized = false;
     return ACL_SUCCESS;
   });
@@ -185,7 +196,10 @@ aclError aclrtResetDevice(int32_t deviceId) {
         ++it;
       }
     }
-    if (r.current_device == deviceId) r.current_device = -1;
+    if (r.current_device == deviceId) {
+      r.current_device = -1;
+      r.sys_params[ACL_OPT_DETERMINISTIC] = r.sys_params[ACL_OPT_ENABLE_DEBUG_KERNEL] = 0;
+    }
     return ACL_SUCCESS;
   });
 }
@@ -214,6 +228,44 @@ aclError aclrtGetRunMode(aclrtRunMode* runMode) {
   return guard_rt("aclrtGetRunMode", [&] {
     check(runMode != nullptr, ACL_ERROR_INVALID_PARAM, "runMode is null");
     *runMode = ACL_HOST;
+    return ACL_SUCCESS;
+  });
+}
+
+namespace {
+const char* sys_param_name(aclSysParamOpt opt) {
+  return opt == ACL_OPT_DETERMINISTIC ? "ACL_OPT_DETERMINISTIC" : "ACL_OPT_ENABLE_DEBUG_KERNEL";
+}
+void check_sys_param_opt(aclSysParamOpt opt) {
+  check(opt == ACL_OPT_DETERMINISTIC || opt == ACL_OPT_ENABLE_DEBUG_KERNEL, ACL_ERROR_INVALID_PARAM,
+        "opt = ", static_cast<int>(opt), " is invalid; it must be ACL_OPT_DETERMINISTIC (0) or ",
+        "ACL_OPT_ENABLE_DEBUG_KERNEL (1)");
+}
+}  // namespace
+
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+  return guard_rt("aclrtCtxSetSysParamOpt", [&] {
+    check_sys_param_opt(opt);
+    check(value == 0 || value == 1, ACL_ERROR_INVALID_PARAM, "value = ", value, " for ",
+          sys_param_name(opt), " is invalid; it must be 0 (off) or 1 (on)");
+    auto& r = runtime();
+    std::lock_guard lock(r.mutex);
+    check(r.current_device >= 0, ACL_ERROR_RT_CONTEXT_NULL,
+          "there is no current context; call aclInit and aclrtSetDevice first");
+    r.sys_params[opt] = value;
+    return ACL_SUCCESS;
+  });
+}
+
+aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t* value) {
+  return guard_rt("aclrtCtxGetSysParamOpt", [&] {
+    check_sys_param_opt(opt);
+    check(value != nullptr, ACL_ERROR_INVALID_PARAM, "value is null");
+    auto& r = runtime();
+    std::lock_guard lock(r.mutex);
+    check(r.current_device >= 0, ACL_ERROR_RT_CONTEXT_NULL,
+          "there is no current context; call aclInit and aclrtSetDevice first");
+    *value = r.sys_params[opt];
     return ACL_SUCCESS;
   });
 }

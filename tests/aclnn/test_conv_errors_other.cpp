@@ -146,12 +146,12 @@ TEST(ConvTbcBackwardErrors, DtypesAndFormats) {
   t.self.fmt = ACL_FORMAT_NCHW;
   ExpectError(t.Run(), kInvalid, kTbcBwd, {"self has format NCHW", "ND or NCL"});
   t = TbcBwd{};
-  t.gb.fmt = ACL_FORMAT_NCL;
-  ExpectError(t.Run(), kInvalid, kTbcBwd, {"gradBias has format NCL", "ND"});
+  t.gb.fmt = ACL_FORMAT_NCHW;  // 003 lists ND and NCL for gradBias too (issue #12: NCL was refused)
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"gradBias has format NCHW", "ND or NCL"});
   t = TbcBwd{};
-  t.x.fmt = ACL_FORMAT_NCL;  // NCL is fine for the 3-d tensors
-  EXPECT_EQ(t.Run().status, 0);
-  t.self.dt = t.x.dt = t.w.dt = t.b.dt = ACL_BF16;
+  t.x.fmt = t.gb.fmt = ACL_FORMAT_NCL;
+  EXPECT_EQ(t.Run().status, 0) << t.Run().msg;
+  t.self.dt = t.x.dt = t.w.dt = t.b.dt = t.gx.dt = t.gw.dt = t.gb.dt = ACL_BF16;
   t.cube = 2;
   ExpectError(t.Run(), kInvalid, kTbcBwd, {"cubeMathType = 2", "BFLOAT16"});
   t.cube = 7;
@@ -201,16 +201,19 @@ TEST(ConvTbcBackwardErrors, PadAndShapes) {
   ExpectError(t.Run(), kInvalid, kTbcBwd, {"gradWeight has overlapping elements"});
 }
 
+// 003 documents aclnnConvTbcBackward for Atlas A2/A3 only, and outputs in their source's dtype on
+// every SoC (issue #12: Ascend910 and Ascend910_95 were accepted, the dtype rule 910_95-only).
 TEST(ConvTbcBackwardErrors, SocProfiles) {
-  {
-    Soc soc("Ascend310P");
-    ExpectError(TbcBwd{}.Run(), kInvalid, kTbcBwd, {"not supported on Ascend310P"});
+  for (const char* name : {"Ascend310P", "Ascend910", "Ascend910_95"}) {
+    Soc soc(name);
+    ExpectError(TbcBwd{}.Run(), kInvalid, kTbcBwd,
+                {std::string("not supported on ") + name, "Ascend910B and Ascend910_93"});
   }
   TbcBwd t;
   t.gx.dt = ACL_FLOAT16;
-  EXPECT_EQ(t.Run().status, 0);
-  Soc soc("Ascend910_95");
-  ExpectError(t.Run(), kInvalid, kTbcBwd, {"gradInput has dtype FLOAT16", "Ascend910_95"});
+  ExpectError(t.Run(), kInvalid, kTbcBwd, {"gradInput has dtype FLOAT16", "input has FLOAT"});
+  Soc soc("Ascend910_93");
+  EXPECT_EQ(TbcBwd{}.Run().status, 0);
 }
 
 TEST(ConvTbcErrors, Forward) {
@@ -240,6 +243,7 @@ TEST(ConvLaunchErrors, ConsumedForeignAndShortWorkspace) {
   acltest::TestTensor gy({1, 1, 3}, ACL_FLOAT16), x({1, 1, 5}, ACL_FLOAT16),
       w({1, 1, 3}, ACL_FLOAT16);
   acltest::TestTensor gx = acltest::TestTensor::Output({1, 1, 5}, ACL_FLOAT16);
+  acltest::TestTensor gw = acltest::TestTensor::Output({1, 1, 3}, ACL_FLOAT16);  // not requested
   gy.Fill({1, 1, 1});
   x.Fill({1, 1, 1, 1, 1});
   w.Fill({1, 1, 1});
@@ -247,8 +251,8 @@ TEST(ConvLaunchErrors, ConsumedForeignAndShortWorkspace) {
   auto mask = acltest::MakeBoolArray({true, false, false});
   auto plan = [&](uint64_t* ws, aclOpExecutor** ex) {
     return aclnnConvolutionBackwardGetWorkspaceSize(
-        gy.get(), x.get(), w.get(), nullptr, one.get(), zero.get(), one.get(), false, zero.get(), 1,
-        mask.get(), 0, gx.get(), nullptr, nullptr, ws, ex);
+        gy.get(), x.get(), w.get(), one.get(), one.get(), zero.get(), one.get(), false, zero.get(),
+        1, mask.get(), 0, gx.get(), gw.get(), nullptr, ws, ex);
   };
   aclrtStream stream = acltest::SharedStream();
   uint64_t size = 0;
@@ -263,6 +267,7 @@ TEST(ConvLaunchErrors, ConsumedForeignAndShortWorkspace) {
   EXPECT_EQ(aclnnConvolution(ws.data(), size, ex, stream), kInvalid);
   EXPECT_NE(std::string(aclGetRecentErrMsg()).find("aclnnConvolutionBackward"), std::string::npos);
   EXPECT_TRUE(gx.Untouched());
+  EXPECT_TRUE(gw.Untouched());
   // The real launch consumes it; launching again is detected.
   ASSERT_EQ(aclnnConvolutionBackward(ws.data(), size, ex, stream), 0) << aclGetRecentErrMsg();
   EXPECT_EQ(gx.Read(), (std::vector<double>{1, 2, 3, 2, 1}));

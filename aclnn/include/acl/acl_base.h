@@ -57,7 +57,12 @@ typedef enum {
   ACL_STRING = 13,
   ACL_COMPLEX64 = 16,
   ACL_COMPLEX128 = 17,
-  ACL_BF16 = 27
+  ACL_BF16 = 27,
+  /* 8-bit floating point types of Ascend910_95 (accepted only where its documentation allows them;
+   * see aclnn/CONFORMANCE.md). */
+  ACL_HIFLOAT8 = 34,
+  ACL_FLOAT8_E5M2 = 35,
+  ACL_FLOAT8_E4M3FN = 36
 } aclDataType;
 
 typedef enum {

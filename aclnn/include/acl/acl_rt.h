@@ -28,6 +28,12 @@ typedef enum aclrtMemMallocPolicy {
 
 typedef enum aclrtRunMode { ACL_DEVICE = 0, ACL_HOST = 1 } aclrtRunMode;
 
+/* System parameters of the current context (CANN's aclSysParamOpt). */
+typedef enum aclSysParamOpt {
+  ACL_OPT_DETERMINISTIC = 0,      /* 1: deterministic computation, 0 (default): not required */
+  ACL_OPT_ENABLE_DEBUG_KERNEL = 1 /* accepted and stored; no effect on the CPU */
+} aclSysParamOpt;
+
 ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t* deviceId);
@@ -37,6 +43,17 @@ ACL_FUNC_VISIBILITY aclError aclrtGetRunMode(aclrtRunMode* runMode);
 ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream* stream);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
+
+/* Sets / reads a system parameter of the current context, the default context of the device set
+ * with aclrtSetDevice (ACL_ERROR_RT_CONTEXT_NULL without one). Values are 0 or 1
+ * (ACL_ERROR_INVALID_PARAM otherwise, and for an unknown opt or a null value pointer); a context
+ * starts with 0 and aclrtResetDevice / aclFinalize discard it. ACL_OPT_DETERMINISTIC = 1 is what
+ * CANN documents for aclnnConvolutionBackward's deterministic mode. On the CPU every convolution is
+ * already deterministic for a given thread count (fixed-order reductions); the flag is recorded
+ * per context for the convolution engine, which is to make its reductions independent of the
+ * thread count as well when it is set. */
+ACL_FUNC_VISIBILITY aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value);
+ACL_FUNC_VISIBILITY aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t* value);
 
 /* 64-byte aligned host allocation. size 0 is rejected with ACL_ERROR_INVALID_PARAM, as in CANN. */
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy);

@@ -5,13 +5,19 @@
 #include <cstring>
 #include <vector>
 
+#include "aclnn/aclnn_cpu_extensions.h"
 #include "error.h"
 
 namespace aclnn_cpu::conv {
+namespace {
+// The CPU-only extensions enabled on this thread (aclnnCpuSetExtensions).
+thread_local uint32_t tls_extensions = ACLNN_CPU_EXT_NONE;
+}  // namespace
 
 SocProfile current_soc() {
   const char* env = std::getenv("ACLNN_CPU_SOC");
   SocProfile p;
+  p.ext_double = (tls_extensions & ACLNN_CPU_EXT_DOUBLE) != 0;
   if (env == nullptr || *env == '\0' || std::strcmp(env, "Ascend910B") == 0) return p;
   if (std::strcmp(env, "Ascend910_93") == 0) {
     p.name = "Ascend910_93";
@@ -30,7 +36,6 @@ SocProfile current_soc() {
     p.bf16 = false;
     p.conv3d = false;
     p.empty_tensors = false;
-    p.transposed_limits = false;
     return p;
   }
   fail(ACLNN_ERR_PARAM_INVALID,
@@ -46,21 +51,51 @@ void require(const void* p, const std::string& name) {
 }
 
 const char* dtype_str(aclDataType d) {
-  return dtype_name(d);
+  switch (static_cast<int>(d)) {
+    case ACL_HIFLOAT8:
+      return "HIFLOAT8";
+    case ACL_FLOAT8_E5M2:
+      return "FLOAT8_E5M2";
+    case ACL_FLOAT8_E4M3FN:
+      return "FLOAT8_E4M3FN";
+    default:
+      return dtype_name(d);
+  }
 }
 
 std::string shape_of(const aclTensor* t) {
   return shape_str(t->view_dims);
 }
 
+bool is_8bit_float(aclDataType d) {
+  return d == ACL_HIFLOAT8 || d == ACL_FLOAT8_E5M2 || d == ACL_FLOAT8_E4M3FN;
+}
+
 void check_dtype(const char* name, const aclTensor* t, const SocProfile& soc) {
   const aclDataType d = t->dtype;
-  const bool ok =
-      d == ACL_FLOAT || d == ACL_FLOAT16 || d == ACL_DOUBLE || (d == ACL_BF16 && soc.bf16);
-  check(ok, ACLNN_ERR_PARAM_INVALID, name, " has dtype ", dtype_name(d), " (", static_cast<int>(d),
-        "); supported dtypes are FLOAT, FLOAT16, ", soc.bf16 ? "BFLOAT16, " : "",
-        "and DOUBLE (aclgrad extension)",
-        soc.bf16 ? "" : cat("; BFLOAT16 is not supported on ", soc.name));
+  const bool ok = d == ACL_FLOAT || d == ACL_FLOAT16 || (d == ACL_BF16 && soc.bf16) ||
+                  (d == ACL_DOUBLE && soc.ext_double);
+  if (ok) return;
+  std::string why;
+  if (d == ACL_BF16) {
+    why = cat("; BFLOAT16 is not supported on ", soc.name,
+              " (it is on Ascend910B, Ascend910_93 and Ascend910_95)");
+  } else if (d == ACL_DOUBLE) {
+    why =
+        "; DOUBLE is a CPU-only extension of libaclnn, off unless the caller enables it with "
+        "aclnnCpuSetExtensions(ACLNN_CPU_EXT_DOUBLE) (aclnn/aclnn_cpu_extensions.h)";
+  }
+  fail(ACLNN_ERR_PARAM_INVALID,
+       cat(name, " has dtype ", dtype_str(d), " (", static_cast<int>(d), "); supported dtypes on ",
+           soc.name, " are FLOAT, FLOAT16", soc.bf16 ? ", BFLOAT16" : "",
+           soc.ext_double ? " and DOUBLE (CPU-only extension, enabled)" : "", why));
+}
+
+void check_same_dtype(const char* out_name, const aclTensor* out, const char* src_name,
+                      const aclTensor* src) {
+  check(out->dtype == src->dtype, ACLNN_ERR_PARAM_INVALID, out_name, " has dtype ",
+        dtype_str(out->dtype), " but ", src_name, " has ", dtype_str(src->dtype), "; ", out_name,
+        " must have the dtype of ", src_name);
 }
 
 aclDataType promote(aclDataType a, aclDataType b) {
@@ -81,7 +116,7 @@ void check_format(const char* name, const aclTensor* t, std::initializer_list<ac
 void check_conv_format(const char* name, const aclTensor* t) {
   switch (t->dim()) {
     case 3:
-      return check_format(name, t, {ACL_FORMAT_ND, ACL_FORMAT_NCL});
+      return check_format(name, t, {ACL_FORMAT_NCL});
     case 4:
       return check_format(name, t, {ACL_FORMAT_NCHW});
     case 5:
@@ -91,6 +126,13 @@ void check_conv_format(const char* name, const aclTensor* t) {
            cat(name, " has ", t->dim(), " dims (shape ", shape_of(t), "); a convolution takes 3-d ",
                "(N, C, L), 4-d (N, C, H, W) or 5-d (N, C, D, H, W) tensors"));
   }
+}
+
+void check_same_format(const char* out_name, const aclTensor* out, const char* src_name,
+                       const aclTensor* src) {
+  check(out->format == src->format, ACLNN_ERR_PARAM_INVALID, out_name, " has format ",
+        format_name(out->format), " but ", src_name, " has ", format_name(src->format), "; ",
+        out_name, " must have the format of ", src_name);
 }
 
 void check_layout(const char* name, const aclTensor* t, bool is_output) {
@@ -151,18 +193,22 @@ void check_layout(const char* name, const aclTensor* t, bool is_output) {
   }
 }
 
-Round check_cube_math(int8_t cube, aclDataType promoted, const SocProfile& soc) {
+Round check_cube_math(int8_t cube, aclDataType promoted, const SocProfile& soc,
+                      bool hf32_float_only) {
   check(cube >= 0 && cube <= 3, ACLNN_ERR_PARAM_INVALID, "cubeMathType = ", static_cast<int>(cube),
         " is invalid; it must be 0 (KEEP_DTYPE), 1 (ALLOW_FP32_DOWN_PRECISION), 2 (USE_FP16) or 3 ",
         "(USE_HF32)");
+  if (promoted == ACL_DOUBLE) return Round::kNone;  // CPU-only extension: exact, mode ignored
+  check(!(hf32_float_only && cube == 3 && promoted != ACL_FLOAT), ACLNN_ERR_PARAM_INVALID,
+        "cubeMathType = 3 (USE_HF32) is not supported for ", dtype_str(promoted),
+        " inputs; it is supported only for FLOAT inputs");
   switch (promoted) {
-    case ACL_DOUBLE:
-      return Round::kNone;  // aclgrad extension: exact, cubeMathType ignored
     case ACL_FLOAT16:
       return Round::kNone;  // fp16 operands, fp32 accumulation, whatever the mode
     case ACL_BF16:
       check(cube != 2, ACLNN_ERR_PARAM_INVALID,
-            "cubeMathType = 2 (USE_FP16) is not supported for BFLOAT16 inputs on ", soc.name);
+            "cubeMathType = 2 (USE_FP16) is not supported for BFLOAT16 inputs on ", soc.name,
+            "; use 0, 1 or 3");
       return Round::kNone;
     default:
       break;
@@ -172,7 +218,8 @@ Round check_cube_math(int8_t cube, aclDataType promoted, const SocProfile& soc) 
     check(cube == 1 || cube == 2, ACLNN_ERR_PARAM_INVALID,
           "cubeMathType = ", static_cast<int>(cube), cube == 0 ? " (KEEP_DTYPE)" : " (USE_HF32)",
           " is not supported for FLOAT inputs on ", soc.name,
-          " (its Cube unit has no fp32/hf32 mode); use 1 or 2 (computed in FLOAT16)");
+          " (its Cube unit has no fp32/hf32 mode; Ascend910B, Ascend910_93 and Ascend910_95 ",
+          "support it); use 1 or 2 (computed in FLOAT16)");
     return Round::kFp16;
   }
   if (cube == 0) return Round::kNone;
@@ -209,3 +256,17 @@ View5 channel_view(const aclTensor* t) {
 }
 
 }  // namespace aclnn_cpu::conv
+
+extern "C" {
+
+uint32_t aclnnCpuSetExtensions(uint32_t extensions) {
+  const uint32_t previous = aclnn_cpu::conv::tls_extensions;
+  aclnn_cpu::conv::tls_extensions = extensions & ACLNN_CPU_EXT_ALL;
+  return previous;
+}
+
+uint32_t aclnnCpuGetExtensions(void) {
+  return aclnn_cpu::conv::tls_extensions;
+}
+
+}  // extern "C"

@@ -15,17 +15,18 @@
 namespace aclnn_cpu::conv {
 
 // The SoC whose documented behaviour is emulated, chosen by env ACLNN_CPU_SOC at every phase 1:
-// Ascend910B (default) and Ascend910_93 = Atlas A2/A3 column of the spec, Ascend910_95 its own
-// column, Ascend910 / Ascend310P = the older training / inference series.
+// Ascend910B (default) and Ascend910_93 = the Atlas A2/A3 column of the spec, Ascend910_95 its own
+// column, Ascend910 / Ascend310P = the Atlas training / inference series. Plus the CPU-only
+// extensions the calling thread enabled (aclnn/aclnn_cpu_extensions.h).
 struct SocProfile {
   const char* name = "Ascend910B";
-  bool a2 = true;                 // Ascend910B / Ascend910_93: A2 hardware limits on regular convs
-  bool is_910_95 = false;         // outputs must have exactly their source's dtype
-  bool old_series = false;        // Ascend910 / Ascend310P
-  bool bf16 = true;               // BF16 tensors accepted
-  bool conv3d = true;             // 3-d convolutions accepted
-  bool empty_tensors = true;      // N = 0 / C = 0 tensors accepted
-  bool transposed_limits = true;  // the transposed-conv limits (stride H/W <= 63, ...)
+  bool a2 = true;             // Ascend910B / Ascend910_93: A2/A3 limits on regular convolutions
+  bool is_910_95 = false;     // Ascend910_95: limits on transposed convolutions, 8-bit dtypes
+  bool old_series = false;    // Ascend910 / Ascend310P
+  bool bf16 = true;           // BF16 tensors accepted
+  bool conv3d = true;         // 3-d convolutions accepted
+  bool empty_tensors = true;  // N = 0 / C = 0 tensors accepted
+  bool ext_double = false;    // CPU-only extension ACLNN_CPU_EXT_DOUBLE enabled on this thread
 };
 SocProfile current_soc();
 
@@ -33,15 +34,22 @@ SocProfile current_soc();
 void require(const void* p, const char* name);
 void require(const void* p, const std::string& name);
 
-// dtype in {FLOAT, FLOAT16, BFLOAT16 (if the SoC has it), DOUBLE}.
+// dtype in {FLOAT, FLOAT16, BFLOAT16 (if the SoC has it)}, or DOUBLE with ACLNN_CPU_EXT_DOUBLE.
 void check_dtype(const char* name, const aclTensor* t, const SocProfile& soc);
+// out has src's dtype ("<out> must have the dtype of <src>").
+void check_same_dtype(const char* out_name, const aclTensor* out, const char* src_name,
+                      const aclTensor* src);
 // f16+f32 -> f32, bf16+f16 -> f32, anything+double -> double, equal -> itself.
 aclDataType promote(aclDataType a, aclDataType b);
+bool is_8bit_float(aclDataType d);  // HIFLOAT8, FLOAT8_E5M2, FLOAT8_E4M3FN
 
-// Format of a convolution activation/weight: 3-d ND or NCL, 4-d NCHW, 5-d NCDHW.
+// Format of a convolution activation/weight: 3-d NCL, 4-d NCHW, 5-d NCDHW.
 void check_conv_format(const char* name, const aclTensor* t);
 // Format is one of `allowed`.
 void check_format(const char* name, const aclTensor* t, std::initializer_list<aclFormat> allowed);
+// out has src's format ("<out> must have the format of <src>").
+void check_same_format(const char* out_name, const aclTensor* out, const char* src_name,
+                       const aclTensor* src);
 
 // The view is sane: dims >= 0 and below 2^31, element and byte counts fit int64, strides >= 0,
 // offset >= 0, every reachable element inside the storage, and a non-null data pointer when the
@@ -49,7 +57,9 @@ void check_format(const char* name, const aclTensor* t, std::initializer_list<ac
 void check_layout(const char* name, const aclTensor* t, bool is_output);
 
 // Validates cubeMathType for the promoted compute dtype and returns the operand rounding.
-Round check_cube_math(int8_t cube_math_type, aclDataType promoted, const SocProfile& soc);
+// hf32_float_only: USE_HF32 (3) is rejected for FLOAT16/BFLOAT16 (aclnnConvTbcBackward's rule).
+Round check_cube_math(int8_t cube_math_type, aclDataType promoted, const SocProfile& soc,
+                      bool hf32_float_only = false);
 
 // A 5-d view of `t`: view dim i is tensor axis axes[i], or a unit dim when axes[i] < 0.
 View5 make_view(const aclTensor* t, std::array<int, 5> axes);
@@ -58,7 +68,7 @@ View5 conv_view(const aclTensor* t);
 // 1-d tensor [C] as [1, C, 1, 1, 1].
 View5 channel_view(const aclTensor* t);
 
-const char* dtype_str(aclDataType d);  // "FLOAT16 (1)"-style rendering for messages
+const char* dtype_str(aclDataType d);  // "FLOAT16", also for the 8-bit types
 std::string shape_of(const aclTensor* t);
 
 }  // namespace aclnn_cpu::conv

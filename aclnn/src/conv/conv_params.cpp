@@ -27,11 +27,18 @@ void check_range(const char* array, size_t i, int64_t v, int64_t lo, int64_t hi,
         rule);
 }
 
+// Which SoCs a hardware limit binds (the spec documents them per SoC column).
+const char* limit_scope(bool transposed) {
+  return transposed ? " (a limit of Ascend910_95 only)"
+                    : " (a limit of Ascend910B and Ascend910_93 only)";
+}
+
 // Upper bound of a hardware limit, with the text that explains it.
 void check_limit(const char* what, size_t i, const char* dim, int64_t v, int64_t lo, int64_t hi,
-                 const char* context, const SocProfile& soc) {
+                 const char* context, const SocProfile& soc, bool transposed) {
   check(v >= lo && v <= hi, ACLNN_ERR_PARAM_INVALID, what, "[", i, "] (", dim, ") = ", v,
-        " is out of range [", lo, ", ", hi, "] for ", context, " on ", soc.name);
+        " is out of range [", lo, ", ", hi, "] for ", context, " on ", soc.name,
+        limit_scope(transposed));
 }
 
 std::string conv_description(const ConvParams& p) {
@@ -129,9 +136,11 @@ ConvGeometry check_conv_shapes(const ConvParams& p, const SocProfile& soc) {
         shape_of(w),
         ": weight[1] = 0 of a transposed convolution is only allowed when input N = 0");
 
-  // Hardware limits of the SoC (regular conv: A2/A3 column; transposed: the 910_95 column).
+  // Hardware limits of the SoC (002 constraint table): regular convolutions on A2/A3 only,
+  // transposed ones on Ascend910_95 only; the training/inference series document none.
   const bool reg_limits = soc.a2 && !p.transposed;
-  const bool tr_limits = soc.transposed_limits && p.transposed;
+  const bool tr_limits = soc.is_910_95 && p.transposed;
+  const bool tr = p.transposed;
   const char* context = p.transposed ? "a transposed convolution"
                         : r == 5     ? "a 3d convolution"
                                      : "a 1d/2d convolution";
@@ -142,23 +151,26 @@ ConvGeometry check_conv_shapes(const ConvParams& p, const SocProfile& soc) {
     if ((reg_limits || tr_limits) && !is_d) {
       check(wd[2 + i] <= 255, ACLNN_ERR_PARAM_INVALID, "weight has shape ", shape_of(w),
             ": kernel ", dim, " = ", wd[2 + i], " is out of range [1, 255] for ", context, " on ",
-            soc.name);
+            soc.name, limit_scope(tr));
     }
     if (reg_limits && r == 5 && !is_d)
-      check_limit("stride", i, dim, p.stride->values[i], 1, 63, context, soc);
-    if (reg_limits) check_limit("dilation", i, dim, p.dilation->values[i], 1, 255, context, soc);
+      check_limit("stride", i, dim, p.stride->values[i], 1, 63, context, soc, tr);
+    if (reg_limits)
+      check_limit("dilation", i, dim, p.dilation->values[i], 1, 255, context, soc, tr);
     if (tr_limits) {
-      check_limit("stride", i, dim, p.stride->values[i], 1, is_d ? 1000000 : 63, context, soc);
-      check_limit("dilation", i, dim, p.dilation->values[i], 1, is_d ? 1000000 : 255, context, soc);
+      check_limit("stride", i, dim, p.stride->values[i], 1, is_d ? 1000000 : 63, context, soc, tr);
+      check_limit("dilation", i, dim, p.dilation->values[i], 1, is_d ? 1000000 : 255, context, soc,
+                  tr);
     }
   }
   for (size_t j = 0; j < pad.size(); ++j) {
     const size_t i = pad.size() == 4 ? j / 2 : j;
     const bool is_d = r == 5 && i == 0;
     if (reg_limits && !is_d)
-      check_limit("padding", j, spatial_name(r, i), pad[j], 0, 255, context, soc);
+      check_limit("padding", j, spatial_name(r, i), pad[j], 0, 255, context, soc, tr);
     if (tr_limits)
-      check_limit("padding", j, spatial_name(r, i), pad[j], 0, is_d ? 1000000 : 255, context, soc);
+      check_limit("padding", j, spatial_name(r, i), pad[j], 0, is_d ? 1000000 : 255, context, soc,
+                  tr);
   }
 
   // The regular geometry and the shape the result must have.

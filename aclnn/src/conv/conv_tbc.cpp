@@ -4,11 +4,14 @@
 // convolution engine with no kernel of their own: input [T, B, C_in] is viewed as [B, C_in, T],
 // weight [K, C_in, C_out] as [C_out, C_in, K], self/output [T_out, B, C_out] as [B, C_out, T_out].
 //
-// Validation order: nulls (161001; every pointer, bias included) -> dtypes (supported;
-// self/input/weight/bias all equal; on Ascend910_95 each output has its source's dtype) ->
-// formats (ND or NCL, bias/gradBias ND) -> pad in [0, 255] -> cubeMathType -> shapes (3-d, bias
-// 1-d, no empty tensor, K in [1, 255], input[2] == weight[1], bias[0] == weight[2], inferred
-// T_out >= 1 and equal to the result's, outputs equal to their sources). Not on Ascend310P.
+// Validation order: SoC (aclnnConvTbcBackward: Ascend910B / Ascend910_93 only, the 003 product
+// table) -> nulls (161001; every pointer, bias included) -> dtypes (supported; self/input/weight/
+// bias all equal; each output has its source's dtype) -> formats (ND or NCL, bias/gradBias too) ->
+// pad in [0, 255] -> cubeMathType (backward: USE_HF32 only for FLOAT, USE_FP16 not for BFLOAT16)
+// -> shapes (3-d, bias 1-d, no empty tensor, dims <= 2147483646, K in [1, 255],
+// input[2] == weight[1], bias[0] == weight[2], inferred T_out >= 1 and equal to the result's,
+// outputs equal to their sources). The forward aclnnConvTbc (no document here) takes the same
+// rules except the SoC list (all but Ascend310P) and the cubeMathType 3 restriction.
 #include <cstring>
 #include <vector>
 
@@ -26,6 +29,7 @@ namespace {
 
 constexpr int64_t kMaxPad = 255;
 constexpr int64_t kMaxKernel = 255;
+constexpr int64_t kMaxDim = 2147483646;  // 003 constraint table: every dim in [1, 2147483646]
 
 struct Named {
   const char* name;
@@ -63,11 +67,29 @@ void check_not_empty(const Named& n) {
           " with a zero dim; conv_tbc does not support empty tensors");
 }
 
-// Stages 2-6 (the callers did the null checks); returns the conv1d geometry.
-ConvGeometry validate(const Tbc& t, Round* round) {
+void check_dim_range(const Named& n) {
+  for (size_t i = 0; i < n.t->view_dims.size(); ++i)
+    check(n.t->view_dims[i] <= kMaxDim, ACLNN_ERR_PARAM_INVALID, n.name, " has shape ",
+          shape_of(n.t), ": dim ", i, " = ", n.t->view_dims[i], " is out of range [1, ", kMaxDim,
+          "]");
+}
+
+// The SoC list: the backward is documented for Atlas A2/A3 only (003); the forward is refused
+// only on Ascend310P.
+SocProfile soc_for(const Tbc& t) {
   const SocProfile soc = current_soc();
-  check(std::strcmp(soc.name, "Ascend310P") != 0, ACLNN_ERR_PARAM_INVALID, t.api,
-        " is not supported on ", soc.name);
+  if (t.result_is_output) {
+    check(std::strcmp(soc.name, "Ascend310P") != 0, ACLNN_ERR_PARAM_INVALID, t.api,
+          " is not supported on ", soc.name);
+  } else {
+    check(soc.a2, ACLNN_ERR_PARAM_INVALID, t.api, " is not supported on ", soc.name,
+          "; it is supported on Ascend910B and Ascend910_93 (Atlas A2/A3) only");
+  }
+  return soc;
+}
+
+// Stages 2-6 (the callers did the null checks); returns the conv1d geometry.
+ConvGeometry validate(const Tbc& t, const SocProfile& soc, Round* round) {
   std::vector<Named> inputs = {t.x, t.weight, t.bias};
   if (!t.result_is_output) inputs.insert(inputs.begin(), t.result);
   const Named& first = inputs.front();
@@ -83,26 +105,18 @@ ConvGeometry validate(const Tbc& t, Round* round) {
   if (t.result_is_output) outs.emplace_back(t.result, t.x);
   for (const auto& [out, src] : outs) {
     check_dtype(out.name, out.t, soc);
-    check(!soc.is_910_95 || out.t->dtype == src.t->dtype, ACLNN_ERR_PARAM_INVALID, out.name,
-          " has dtype ", dtype_name(out.t->dtype), " but ", src.name, " has ",
-          dtype_name(src.t->dtype), "; on ", soc.name, " they must be the same");
+    check_same_dtype(out.name, out.t, src.name, src.t);
   }
 
-  // 3. Formats.
-  for (const Named& n : inputs)
-    check_format(n.name, n.t,
-                 n.t == t.bias.t ? std::initializer_list<aclFormat>{ACL_FORMAT_ND}
-                                 : std::initializer_list<aclFormat>{ACL_FORMAT_ND, ACL_FORMAT_NCL});
+  // 3. Formats (003: ND or NCL for every tensor).
+  for (const Named& n : inputs) check_format(n.name, n.t, {ACL_FORMAT_ND, ACL_FORMAT_NCL});
   for (const auto& [out, src] : outs)
-    check_format(out.name, out.t,
-                 src.t == t.bias.t
-                     ? std::initializer_list<aclFormat>{ACL_FORMAT_ND}
-                     : std::initializer_list<aclFormat>{ACL_FORMAT_ND, ACL_FORMAT_NCL});
+    check_format(out.name, out.t, {ACL_FORMAT_ND, ACL_FORMAT_NCL});
 
   // 4. pad, 5. cubeMathType.
   check(t.pad >= 0 && t.pad <= kMaxPad, ACLNN_ERR_PARAM_INVALID, "pad = ", t.pad,
         " is invalid; pad must be in [0, ", kMaxPad, "]");
-  *round = check_cube_math(t.cube, first.t->dtype, soc);
+  *round = check_cube_math(t.cube, first.t->dtype, soc, !t.result_is_output);
 
   // 6. Shapes.
   for (const Named& n : inputs) check_rank(n, n.t == t.bias.t ? 1 : 3);
@@ -111,6 +125,7 @@ ConvGeometry validate(const Tbc& t, Round* round) {
   for (const Named& n : inputs) check_layout(n.name, n.t, false);
   for (const auto& [out, src] : outs) check_layout(out.name, out.t, true);
   for (const Named& n : inputs) check_not_empty(n);
+  for (const Named& n : {t.x, t.weight, t.result}) check_dim_range(n);
   const auto& xd = t.x.t->view_dims;
   const auto& wd = t.weight.t->view_dims;
   check(wd[0] <= kMaxKernel, ACLNN_ERR_PARAM_INVALID, "weight has shape ", shape_of(t.weight.t),
@@ -170,9 +185,10 @@ aclnnStatus aclnnConvTbcGetWorkspaceSize(const aclTensor* self, const aclTensor*
     require(executor, "executor");
     Tbc t{kApi, {"self", self}, {"weight", weight}, {"bias", bias}, {"output", output}, true, {},
           pad,  cubeMathType};
+    const SocProfile soc = soc_for(t);
     Round round = Round::kNone;
     ConvJob job;
-    job.g = validate(t, &round);
+    job.g = validate(t, soc, &round);
     job.use_double = self->dtype == ACL_DOUBLE;
     job.round = round;
     job.x = tbc_activation(self);
@@ -197,15 +213,6 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor* self, const ac
                                                  aclOpExecutor** executor) {
   constexpr const char* kApi = "aclnnConvTbcBackward";
   return guard_aclnn(kApi, [&] {
-    require(self, "self");
-    require(input, "input");
-    require(weight, "weight");
-    require(bias, "bias");
-    require(gradInput, "gradInput");
-    require(gradWeight, "gradWeight");
-    require(gradBias, "gradBias");
-    require(workspaceSize, "workspaceSize");
-    require(executor, "executor");
     Tbc t{kApi,
           {"input", input},
           {"weight", weight},
@@ -217,9 +224,19 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor* self, const ac
            {{"gradBias", gradBias}, {"bias", bias}}},
           pad,
           cubeMathType};
+    require(self, "self");
+    require(input, "input");
+    require(weight, "weight");
+    require(bias, "bias");
+    require(gradInput, "gradInput");
+    require(gradWeight, "gradWeight");
+    require(gradBias, "gradBias");
+    require(workspaceSize, "workspaceSize");
+    require(executor, "executor");
+    const SocProfile soc = soc_for(t);
     Round round = Round::kNone;
     ConvJob job;
-    job.g = validate(t, &round);
+    job.g = validate(t, soc, &round);
     job.use_double = self->dtype == ACL_DOUBLE;
     job.round = round;
     job.x = tbc_activation(input);

@@ -1,16 +1,20 @@
 // aclnnConvolutionBackward: gradients of a 1d/2d/3d (optionally transposed, grouped, dilated)
 // convolution. Phase 1 validates in the documented order
 //   nulls (161001) -> dtypes -> formats -> attribute values -> cubeMathType -> shapes -> channels
-// (all but nulls 161002), then hands a ConvJob to the engine. Choices where the spec is loose:
-//   - gradInput / gradWeight / gradBias may be null exactly when their outputMask bit is false; an
-//     output whose bit is false is ignored altogether (neither validated nor written).
-//   - biasSizes is required (161001) whenever outputMask[2] is true, and must then be
-//     [weight[0]] (regular) or [weight[1] * groups] (transposed).
-//   - outputMask with other than 3 entries is a 161001, as in CANN's null-pointer stage.
-//   - outputs are written in their own dtype (any supported one) except on Ascend910_95, where
-//     CANN requires gradInput/gradWeight/gradBias to have the dtype of input/weight/gradOutput.
+// (all but nulls 161002), then hands a ConvJob to the engine. The rules are the spec documents'
+// (aclnn/CONFORMANCE.md lists each with its source and test):
+//   - gradOutput, input, weight, biasSizes, stride, padding, dilation, outputPadding, outputMask,
+//     gradInput and gradWeight are never null, whatever the mask; gradBias may be null exactly when
+//     outputMask[2] is false (the return-code tables). outputMask must have 3 entries.
+//   - every output given is validated (dtype = its source's: gradInput input's, gradWeight
+//     weight's, gradBias gradOutput's; format; shape), but only the requested ones are written
+//     (and checked for a writable, non-overlapping layout).
+//   - biasSizes is [weight[0]] (regular) or [weight[1] * groups] (transposed).
 //   - gradBias must be 1-d ND; its value is the true sum of gradOutput even when input has C = 0.
+//   - HIFLOAT8 / FLOAT8_E4M3FN: rejected, with a message saying where the chip accepts them.
 #include "aclnnop/aclnn_convolution_backward.h"
+
+#include <utility>
 
 #include "conv/checks.h"
 #include "conv/overlap.h"
@@ -25,18 +29,96 @@ namespace {
 
 constexpr const char* kApi = "aclnnConvolutionBackward";
 
-void check_same_dtype_on_95(const SocProfile& soc, const char* out_name, const aclTensor* out,
-                            const char* src_name, const aclTensor* src) {
-  if (!soc.is_910_95) return;
-  check(out->dtype == src->dtype, ACLNN_ERR_PARAM_INVALID, out_name, " has dtype ",
-        dtype_name(out->dtype), " but ", src_name, " has ", dtype_name(src->dtype), "; on ",
-        soc.name, " they must be the same");
+// 8-bit floats: Ascend910_95 takes HIFLOAT8 / FLOAT8_E4M3FN only for a transposed convolution
+// with outputMask[0] = true (002 dtype constraint); the other SoCs never. The engine has no 8-bit
+// kernels, so even the case the chip accepts is refused, saying so.
+void check_not_8bit(const char* name, const aclTensor* t, bool transposed, bool want_in,
+                    const SocProfile& soc) {
+  if (!is_8bit_float(t->dtype)) return;
+  const char* d = dtype_str(t->dtype);
+  const bool chip_accepts = soc.is_910_95 && transposed && want_in && t->dtype != ACL_FLOAT8_E5M2;
+  check(chip_accepts, ACLNN_ERR_PARAM_INVALID, name, " has dtype ", d, " (",
+        static_cast<int>(t->dtype), "), which ", soc.name,
+        " does not support here; HIFLOAT8 and FLOAT8_E4M3FN are supported only on Ascend910_95, "
+        "for transposed = true with outputMask[0] = true");
+  fail(ACLNN_ERR_PARAM_INVALID,
+       cat(name, " has dtype ", d, ", which ", soc.name,
+           " supports for a transposed convolution's gradInput, but this CPU implementation "
+           "cannot compute 8-bit floating point (not implemented)"));
+}
+
+struct Outputs {
+  aclTensor* in;
+  aclTensor* w;
+  aclTensor* bias;
+  bool want_in, want_w, want_b;
+};
+
+void check_dtypes(const aclTensor* gy, const aclTensor* x, const aclTensor* w, const Outputs& o,
+                  bool transposed, const SocProfile& soc) {
+  for (auto [name, t] : {std::pair<const char*, const aclTensor*>{"gradOutput", gy},
+                         {"input", x},
+                         {"weight", w},
+                         {"gradInput", o.in},
+                         {"gradWeight", o.w},
+                         {"gradBias", o.bias}}) {
+    if (t != nullptr) check_not_8bit(name, t, transposed, o.want_in, soc);
+  }
+  check_dtype("gradOutput", gy, soc);
+  check_dtype("input", x, soc);
+  check_dtype("weight", w, soc);
+  check_dtype("gradInput", o.in, soc);
+  check_same_dtype("gradInput", o.in, "input", x);
+  check_dtype("gradWeight", o.w, soc);
+  check_same_dtype("gradWeight", o.w, "weight", w);
+  if (o.bias != nullptr) {
+    check_dtype("gradBias", o.bias, soc);
+    check_same_dtype("gradBias", o.bias, "gradOutput", gy);
+  }
+}
+
+void check_formats(const aclTensor* gy, const aclTensor* x, const aclTensor* w, const Outputs& o) {
+  check_conv_format("gradOutput", gy);
+  check_conv_format("input", x);
+  check_conv_format("weight", w);
+  check(gy->format == x->format && w->format == x->format, ACLNN_ERR_PARAM_INVALID,
+        "gradOutput, input and weight have formats ", format_name(gy->format), ", ",
+        format_name(x->format), " and ", format_name(w->format), "; they must be the same");
+  check_conv_format("gradInput", o.in);
+  check_same_format("gradInput", o.in, "input", x);
+  check_conv_format("gradWeight", o.w);
+  check_same_format("gradWeight", o.w, "weight", w);
+  if (o.bias != nullptr) check_format("gradBias", o.bias, {ACL_FORMAT_ND});
 }
 
 void check_same_shape(const char* out_name, const aclTensor* out, const char* src_name,
                       const aclTensor* src) {
   check(out->view_dims == src->view_dims, ACLNN_ERR_PARAM_INVALID, out_name, " has shape ",
         shape_of(out), " but ", src_name, " has shape ", shape_of(src), "; they must be equal");
+}
+
+// The job on the regular geometry (engine.h explains the transposed mapping).
+ConvJob backward_job(const ConvGeometry& g, bool use_double, Round round, const aclTensor* gy,
+                     const aclTensor* x, const aclTensor* w, const Outputs& o, bool transposed) {
+  ConvJob job;
+  job.g = g;
+  job.use_double = use_double;
+  job.round = round;
+  job.w = conv_view(w);
+  if (!transposed) {
+    job.x = conv_view(x);
+    job.y = conv_view(gy);
+    if (o.want_in) job.out_x = conv_view(o.in);
+    job.bias_sum_of = ConvJob::BiasOf::kY;
+  } else {
+    job.x = conv_view(gy);
+    job.y = conv_view(x);
+    if (o.want_in) job.out_y = conv_view(o.in);
+    job.bias_sum_of = ConvJob::BiasOf::kX;
+  }
+  if (o.want_w) job.out_w = conv_view(o.w);
+  if (o.want_b) job.out_bias = channel_view(o.bias);
+  return job;
 }
 
 }  // namespace
@@ -54,6 +136,7 @@ aclnnStatus aclnnConvolutionBackwardGetWorkspaceSize(
     require(gradOutput, "gradOutput");
     require(input, "input");
     require(weight, "weight");
+    require(biasSizes, "biasSizes");
     require(stride, "stride");
     require(padding, "padding");
     require(dilation, "dilation");
@@ -62,40 +145,22 @@ aclnnStatus aclnnConvolutionBackwardGetWorkspaceSize(
     check(outputMask->values.size() == 3, ACLNN_ERR_PARAM_NULLPTR, "outputMask has ",
           outputMask->values.size(), " entries; it must have exactly 3 ([gradInput, gradWeight, ",
           "gradBias])");
-    const bool want_in = outputMask->values[0], want_w = outputMask->values[1],
-               want_b = outputMask->values[2];
-    if (want_in) require(gradInput, "gradInput (outputMask[0] is true)");
-    if (want_w) require(gradWeight, "gradWeight (outputMask[1] is true)");
-    if (want_b) require(gradBias, "gradBias (outputMask[2] is true)");
-    if (want_b) require(biasSizes, "biasSizes (outputMask[2] is true)");
+    const Outputs o{gradInput,
+                    gradWeight,
+                    gradBias,
+                    outputMask->values[0],
+                    outputMask->values[1],
+                    outputMask->values[2]};
+    require(gradInput, "gradInput");
+    require(gradWeight, "gradWeight");
+    if (o.want_b) require(gradBias, "gradBias (outputMask[2] is true)");
     require(workspaceSize, "workspaceSize");
     require(executor, "executor");
 
-    // 2. Data types.
+    // 2. Data types, 3. formats.
     const SocProfile soc = current_soc();
-    check_dtype("gradOutput", gradOutput, soc);
-    check_dtype("input", input, soc);
-    check_dtype("weight", weight, soc);
-    if (want_in) {
-      check_dtype("gradInput", gradInput, soc);
-      check_same_dtype_on_95(soc, "gradInput", gradInput, "input", input);
-    }
-    if (want_w) {
-      check_dtype("gradWeight", gradWeight, soc);
-      check_same_dtype_on_95(soc, "gradWeight", gradWeight, "weight", weight);
-    }
-    if (want_b) {
-      check_dtype("gradBias", gradBias, soc);
-      check_same_dtype_on_95(soc, "gradBias", gradBias, "gradOutput", gradOutput);
-    }
-
-    // 3. Formats.
-    check_conv_format("gradOutput", gradOutput);
-    check_conv_format("input", input);
-    check_conv_format("weight", weight);
-    if (want_in) check_conv_format("gradInput", gradInput);
-    if (want_w) check_conv_format("gradWeight", gradWeight);
-    if (want_b) check_format("gradBias", gradBias, {ACL_FORMAT_ND});
+    check_dtypes(gradOutput, input, weight, o, transposed, soc);
+    check_formats(gradOutput, input, weight, o);
 
     // 4. Attribute values.
     ConvParams cp;
@@ -115,58 +180,38 @@ aclnnStatus aclnnConvolutionBackwardGetWorkspaceSize(
     const aclDataType promoted = promote(promote(gradOutput->dtype, input->dtype), weight->dtype);
     const Round round = check_cube_math(cubeMathType, promoted, soc);
 
-    // 6. Shapes.
+    // 6. Shapes (the layouts of the outputs that will be written).
     const ConvGeometry g = check_conv_shapes(cp, soc);
-    if (want_in) {
-      check_layout("gradInput", gradInput, true);
-      check_same_shape("gradInput", gradInput, "input", input);
-    }
-    if (want_w) {
-      check_layout("gradWeight", gradWeight, true);
-      check_same_shape("gradWeight", gradWeight, "weight", weight);
-    }
-    if (want_b) {
-      const int64_t c_out = conv_out_channels(cp);
-      check_layout("gradBias", gradBias, true);
+    check_same_shape("gradInput", gradInput, "input", input);
+    if (o.want_in) check_layout("gradInput", gradInput, true);
+    check_same_shape("gradWeight", gradWeight, "weight", weight);
+    if (o.want_w) check_layout("gradWeight", gradWeight, true);
+    const int64_t c_out = conv_out_channels(cp);
+    const char* c_out_rule = transposed ? "weight[1] * groups" : "weight[0]";
+    if (gradBias != nullptr) {
       check(gradBias->dim() == 1 && gradBias->view_dims[0] == c_out, ACLNN_ERR_PARAM_INVALID,
-            "gradBias has shape ", shape_of(gradBias), " but must be [", c_out, "] (",
-            transposed ? "weight[1] * groups" : "weight[0]", ", the output channels)");
-      check(biasSizes->values.size() == 1, ACLNN_ERR_PARAM_INVALID, "biasSizes has ",
-            biasSizes->values.size(), " entries ", shape_str(biasSizes->values),
-            "; it must have exactly 1");
-      check(biasSizes->values[0] == c_out, ACLNN_ERR_PARAM_INVALID,
-            "biasSizes = ", shape_str(biasSizes->values), " but the bias of this convolution has ",
-            c_out, " elements (", transposed ? "weight[1] * groups" : "weight[0]", ")");
+            "gradBias has shape ", shape_of(gradBias), " but must be [", c_out, "] (", c_out_rule,
+            ", the output channels)");
+      if (o.want_b) check_layout("gradBias", gradBias, true);
     }
+    check(biasSizes->values.size() == 1, ACLNN_ERR_PARAM_INVALID, "biasSizes has ",
+          biasSizes->values.size(), " entries ", shape_str(biasSizes->values),
+          "; it must have exactly 1");
+    check(biasSizes->values[0] == c_out, ACLNN_ERR_PARAM_INVALID,
+          "biasSizes = ", shape_str(biasSizes->values), " but the bias of this convolution has ",
+          c_out, " elements (", c_out_rule, ")");
 
     // 7. Channels and groups.
     check_channels(cp);
 
     // 8. Memory: no output overlaps an input or another output.
     check_no_overlap({{"gradOutput", gradOutput}, {"input", input}, {"weight", weight}},
-                     {{"gradInput", want_in ? gradInput : nullptr},
-                      {"gradWeight", want_w ? gradWeight : nullptr},
-                      {"gradBias", want_b ? gradBias : nullptr}});
+                     {{"gradInput", o.want_in ? gradInput : nullptr},
+                      {"gradWeight", o.want_w ? gradWeight : nullptr},
+                      {"gradBias", o.want_b ? gradBias : nullptr}});
 
-    // The job on the regular geometry (engine.h explains the transposed mapping).
-    ConvJob job;
-    job.g = g;
-    job.use_double = promoted == ACL_DOUBLE;
-    job.round = round;
-    job.w = conv_view(weight);
-    if (!transposed) {
-      job.x = conv_view(input);
-      job.y = conv_view(gradOutput);
-      if (want_in) job.out_x = conv_view(gradInput);
-      job.bias_sum_of = ConvJob::BiasOf::kY;
-    } else {
-      job.x = conv_view(gradOutput);
-      job.y = conv_view(input);
-      if (want_in) job.out_y = conv_view(gradInput);
-      job.bias_sum_of = ConvJob::BiasOf::kX;
-    }
-    if (want_w) job.out_w = conv_view(gradWeight);
-    if (want_b) job.out_bias = channel_view(gradBias);
+    ConvJob job =
+        backward_job(g, promoted == ACL_DOUBLE, round, gradOutput, input, weight, o, transposed);
     *executor = make_executor(kApi, std::move(job), workspaceSize);
     return ACLNN_SUCCESS;
   });

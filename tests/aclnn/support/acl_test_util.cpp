@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "aclnn/aclnn_cpu_extensions.h"
+
 namespace acltest {
 
 // ---------------------------------------------------------------------------------------------
@@ -383,7 +385,9 @@ CallResult RunTwoPhase(const PlanFn& plan, LaunchFn launch, aclrtStream stream) 
     r.message = aclGetRecentErrMsg();
     return r;
   };
+  const uint32_t extensions = aclnnCpuSetExtensions(ACLNN_CPU_EXT_DOUBLE);
   aclnnStatus st = plan(&r.workspace_size, &executor);
+  aclnnCpuSetExtensions(extensions);
   if (st != 0) return fail(st, "GetWorkspaceSize");
   DeviceBuffer workspace;
   try {

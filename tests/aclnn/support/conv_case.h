@@ -24,7 +24,7 @@ struct ConvCase {
   aclDataType x_dtype = ACL_FLOAT, w_dtype = ACL_FLOAT, gy_dtype = ACL_FLOAT;
   Layout layout = Layout::kContiguous;  // every input AND output (kExpanded: outputs kPadded)
   std::array<bool, 3> mask{true, true, true};
-  bool null_masked = false;  // pass nullptr (rather than a sentinel tensor) for masked outputs
+  bool null_masked = false;  // pass nullptr (rather than a sentinel tensor) for a masked gradBias
   int cube = 0;              // cubeMathType
   bool forward_bias = true;  // aclnnConvolution with a bias tensor (else bias = nullptr)
   uint64_t seed = 1;

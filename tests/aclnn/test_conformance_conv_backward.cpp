@@ -1,0 +1,299 @@
+// aclnnConvolutionBackward conformance, part 1: null pointers, dtypes, formats, attribute values
+// and cubeMathType. One test per row of aclnn/CONFORMANCE.md (the row names the test): each breaks
+// a valid call in one way, under every SoC profile where the rule's outcome differs, and checks
+// the status code and the message. Rows whose outcome depends on the SoC also check acceptance on
+// the profiles without the rule. Part 2 (shapes, limits, empty tensors) is
+// test_conformance_conv_backward_shapes.cpp.
+#include <gtest/gtest.h>
+
+#include "aclnn/aclnn_cpu_extensions.h"
+#include "support/conformance_case.h"
+
+namespace {
+
+using namespace conformance;
+
+TEST(ConformanceConvBackward, BaselinesAreValidOnEveryProfile) {
+  ExpectAcceptedOn(kAllSocs, BwdCall{});
+  ExpectAcceptedOn(kAllSocs, Bwd1d());
+  ExpectAcceptedOn(kAllSocs, BwdTransposed2d());
+  ExpectAcceptedOn(kNew, Bwd3d());
+}
+
+// ---- null pointers (161001) ----
+
+TEST(ConformanceConvBackward, NullRequiredPointerIs161001) {
+  for (const char* name :
+       {"gradOutput", "input", "weight", "biasSizes", "stride", "padding", "dilation",
+        "outputPadding", "outputMask", "workspaceSize", "executor"}) {
+    SCOPED_TRACE(name);
+    BwdCall c;
+    c.nulls = {name};
+    ExpectRejectedOn(kAllSocs, c, kNull, kBwd, {std::string(name) + " is null"});
+  }
+}
+
+TEST(ConformanceConvBackward, NullGradInputOrGradWeightIs161001WhateverTheMask) {
+  for (const char* name : {"gradInput", "gradWeight"}) {
+    for (bool bit : {true, false}) {
+      SCOPED_TRACE(name);
+      BwdCall c;
+      c.nulls = {name};
+      c.mask[name == std::string("gradInput") ? 0 : 1] = bit;
+      ExpectRejectedOn(kAllSocs, c, kNull, kBwd, {std::string(name) + " is null"});
+    }
+  }
+}
+
+TEST(ConformanceConvBackward, NullGradBiasIs161001OnlyWhenRequested) {
+  BwdCall c;
+  c.nulls = {"gradBias"};
+  ExpectRejectedOn(kAllSocs, c, kNull, kBwd, {"gradBias (outputMask[2] is true) is null"});
+  c.mask = {true, true, false};
+  ExpectAcceptedOn(kAllSocs, c);
+}
+
+TEST(ConformanceConvBackward, OutputMaskWithoutThreeEntriesIs161001) {
+  BwdCall c;
+  c.mask = {true, true};
+  ExpectRejectedOn(kAllSocs, c, kNull, kBwd, {"outputMask has 2 entries", "exactly 3"});
+}
+
+// ---- dtypes (161002) ----
+
+TEST(ConformanceConvBackward, InputDtypeOutsideTheListIs161002) {
+  for (const char* name : {"gradOutput", "input", "weight"}) {
+    SCOPED_TRACE(name);
+    BwdCall c;
+    Spec& s = name == std::string("gradOutput") ? c.gy : name == std::string("input") ? c.x : c.w;
+    s.dt = ACL_INT32;
+    ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {std::string(name) + " has dtype INT32"});
+  }
+}
+
+TEST(ConformanceConvBackward, Bf16OnlyOnA2A3And95) {
+  BwdCall c;
+  c.SetDtype(ACL_BF16);
+  ExpectAcceptedOn(kNew, c);
+  ExpectRejectedOn(kOld, c, kInvalid, kBwd,
+                   {"gradOutput has dtype BFLOAT16", "BFLOAT16 is not supported on",
+                    "Ascend910B, Ascend910_93 and Ascend910_95"});
+}
+
+TEST(ConformanceConvBackward, MixedInputDtypesPromote) {
+  BwdCall c;  // gradOutput FLOAT, input/weight FLOAT16: computed in FLOAT
+  c.x.dt = c.w.dt = c.gx.dt = c.gw.dt = ACL_FLOAT16;
+  ExpectAcceptedOn(kAllSocs, c);
+  c.x.dt = c.gx.dt = ACL_BF16;  // BF16 + FLOAT16
+  ExpectAcceptedOn(kNew, c);
+}
+
+TEST(ConformanceConvBackward, GradInputDtypeMustBeInputDtype) {
+  BwdCall c;
+  c.gx.dt = ACL_FLOAT16;
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                   {"gradInput has dtype FLOAT16 but input has FLOAT",
+                    "gradInput must have the dtype of input"});
+}
+
+TEST(ConformanceConvBackward, GradWeightDtypeMustBeWeightDtype) {
+  BwdCall c;
+  c.gw.dt = ACL_FLOAT16;
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                   {"gradWeight has dtype FLOAT16 but weight has FLOAT",
+                    "gradWeight must have the dtype of weight"});
+}
+
+TEST(ConformanceConvBackward, GradBiasDtypeMustBeGradOutputDtype) {
+  BwdCall c;
+  c.gb.dt = ACL_FLOAT16;
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                   {"gradBias has dtype FLOAT16 but gradOutput has FLOAT",
+                    "gradBias must have the dtype of gradOutput"});
+}
+
+TEST(ConformanceConvBackward, UnrequestedOutputsAreStillValidated) {
+  BwdCall c;
+  c.mask = {false, false, false};
+  c.gx.dt = ACL_FLOAT16;
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"gradInput has dtype FLOAT16 but input"});
+  c.gx.dt = ACL_FLOAT;
+  c.gw.shape = {4, 3, 3, 2};
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"gradWeight has shape [4, 3, 3, 2]"});
+}
+
+TEST(ConformanceConvBackward, EightBitFloatsOnlyOn95TransposedGradInput) {
+  for (aclDataType dt : {ACL_HIFLOAT8, ACL_FLOAT8_E4M3FN}) {
+    BwdCall c;
+    c.x.dt = dt;
+    ExpectRejectedOn(kNot95, c, kInvalid, kBwd,
+                     {"input has dtype", "supported only on Ascend910_95",
+                      "transposed = true with outputMask[0] = true"});
+    ExpectRejectedOn({k95}, c, kInvalid, kBwd, {"does not support here"});
+    BwdCall t = BwdTransposed2d();
+    t.x.dt = dt;
+    ExpectRejectedOn(kNot95, t, kInvalid, kBwd, {"supported only on Ascend910_95"});
+    t.mask = {false, true, true};
+    ExpectRejectedOn({k95}, t, kInvalid, kBwd, {"does not support here"});
+  }
+}
+
+// The one documented acceptance this library does not honour (no 8-bit kernels): refused with a
+// message saying so; listed as not implemented in CONFORMANCE.md.
+TEST(ConformanceConvBackward, EightBitTransposedGradInputOn95IsNotImplemented) {
+  BwdCall t = BwdTransposed2d();
+  t.SetDtype(ACL_HIFLOAT8);
+  ExpectRejectedOn({k95}, t, kInvalid, kBwd, {"not implemented", "Ascend910_95"});
+}
+
+TEST(ConformanceConvBackward, DoubleIsACpuExtensionOffByDefault) {
+  BwdCall c;
+  c.SetDtype(ACL_DOUBLE);
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                   {"gradOutput has dtype DOUBLE", "CPU-only extension",
+                    "aclnnCpuSetExtensions(ACLNN_CPU_EXT_DOUBLE)"});
+  ASSERT_EQ(aclnnCpuGetExtensions(), ACLNN_CPU_EXT_NONE);
+  const uint32_t previous = aclnnCpuSetExtensions(ACLNN_CPU_EXT_DOUBLE);
+  EXPECT_EQ(previous, ACLNN_CPU_EXT_NONE);
+  EXPECT_EQ(aclnnCpuGetExtensions(), ACLNN_CPU_EXT_DOUBLE);
+  ExpectAcceptedOn(kNew, c);
+  c.cube = 0;  // cubeMathType has no effect on DOUBLE, even where FLOAT needs 1 or 2
+  ExpectAcceptedOn(kAllSocs, c);
+  EXPECT_EQ(aclnnCpuSetExtensions(0xffffffffu), ACLNN_CPU_EXT_DOUBLE);
+  EXPECT_EQ(aclnnCpuGetExtensions(), ACLNN_CPU_EXT_ALL);  // unknown bits dropped
+  aclnnCpuSetExtensions(previous);
+  ExpectRejectedOn({kA2}, c, kInvalid, kBwd, {"CPU-only extension"});
+}
+
+// ---- formats (161002) ----
+
+TEST(ConformanceConvBackward, FormatPerRankNclNchwNcdhw) {
+  BwdCall c1 = Bwd1d();
+  c1.x.fmt = ACL_FORMAT_ND;  // 3-d ND: not in the documents' list
+  ExpectRejectedOn(kAllSocs, c1, kInvalid, kBwd, {"input has format ND", "must be NCL"});
+  BwdCall c2;
+  c2.w.fmt = ACL_FORMAT_NHWC;
+  ExpectRejectedOn(kAllSocs, c2, kInvalid, kBwd, {"weight has format NHWC", "must be NCHW"});
+  BwdCall c3 = Bwd3d();
+  c3.gy.fmt = ACL_FORMAT_NCHW;
+  ExpectRejectedOn(kNew, c3, kInvalid, kBwd, {"gradOutput has format NCHW", "must be NCDHW"});
+}
+
+TEST(ConformanceConvBackward, RankOtherThan3To5Is161002) {
+  BwdCall c;
+  c.x = c.gx = {{2, 3, 7, 7, 1, 1}};
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"input has 6 dims", "3-d", "5-d"});
+}
+
+TEST(ConformanceConvBackward, GradOutputInputWeightFormatsAgree) {
+  BwdCall c;  // gradOutput NCL (a 3-d tensor) with 4-d NCHW input and weight
+  c.gy = {{2, 4, 25}};
+  ExpectRejectedOn(
+      kAllSocs, c, kInvalid, kBwd,
+      {"gradOutput, input and weight have formats NCL, NCHW and NCHW", "must be the same"});
+}
+
+TEST(ConformanceConvBackward, GradInputAndGradWeightFormats) {
+  BwdCall c;
+  c.gx.fmt = ACL_FORMAT_ND;
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"gradInput has format ND", "must be NCHW"});
+  BwdCall d = Bwd1d();
+  d.gw = {{4, 3, 3, 1}};  // 4-d NCHW gradWeight for a 3-d NCL weight
+  ExpectRejectedOn(kAllSocs, d, kInvalid, kBwd,
+                   {"gradWeight has format NCHW but weight has NCL", "format of weight"});
+}
+
+TEST(ConformanceConvBackward, GradBiasFormatNd) {
+  BwdCall c;
+  c.gb.fmt = ACL_FORMAT_NCL;
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"gradBias has format NCL", "must be ND"});
+}
+
+// ---- attribute values (161002) ----
+
+TEST(ConformanceConvBackward, StrideAtLeast1) {
+  BwdCall c;
+  c.stride = {1, 0};
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"stride[1] = 0 is invalid", ">= 1"});
+}
+
+TEST(ConformanceConvBackward, PaddingAtLeast0) {
+  BwdCall c;
+  c.padding = {-1, 0};
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"padding[0] = -1 is invalid", ">= 0"});
+}
+
+TEST(ConformanceConvBackward, DilationAtLeast1) {
+  BwdCall c;
+  c.dilation = {0, 1};
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"dilation[0] = 0 is invalid", ">= 1"});
+}
+
+TEST(ConformanceConvBackward, OutputPaddingZeroUnlessTransposed) {
+  BwdCall c;
+  c.op = {0, 1};
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                   {"outputPadding[1] = 1 is invalid", "all 0 when transposed = false"});
+}
+
+TEST(ConformanceConvBackward, TransposedOutputPaddingBelowStride) {
+  BwdCall c = BwdTransposed2d();  // stride 2
+  c.op = {2, 1};
+  c.gy = {{2, 3, 13, 12}};
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                   {"outputPadding[0] = 2 is invalid", "[0, stride[0]) = [0, 2)"});
+}
+
+TEST(ConformanceConvBackward, GroupsIn1To65535) {
+  for (int groups : {0, 65536}) {
+    BwdCall c;
+    c.groups = groups;
+    ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                     {"groups = " + std::to_string(groups) + " is invalid", "[1, 65535]"});
+  }
+}
+
+// ---- cubeMathType (161002) ----
+
+TEST(ConformanceConvBackward, CubeMathTypeIn0To3) {
+  for (int8_t cube : {int8_t{-1}, int8_t{4}}) {
+    BwdCall c;
+    c.cube = cube;
+    ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                     {"cubeMathType = " + std::to_string(cube) + " is invalid", "3 (USE_HF32)"});
+  }
+}
+
+TEST(ConformanceConvBackward, FloatKeepDtypeAndHf32NotOnTrainingInferenceSeries) {
+  for (int8_t cube : {int8_t{0}, int8_t{3}}) {
+    BwdCall c;
+    c.cube = cube;
+    ExpectRejectedOn(
+        kOld, c, kInvalid, kBwd,
+        {"cubeMathType = " + std::to_string(cube), "not supported for FLOAT inputs", "use 1 or 2"});
+    ExpectAcceptedOn(kNew, c);
+  }
+  BwdCall c;
+  c.cube = 2;
+  ExpectAcceptedOn(kAllSocs, c);
+}
+
+TEST(ConformanceConvBackward, Bf16UseFp16Rejected) {
+  BwdCall c;
+  c.SetDtype(ACL_BF16);
+  c.cube = 2;
+  ExpectRejectedOn(kNew, c, kInvalid, kBwd,
+                   {"cubeMathType = 2 (USE_FP16) is not supported for BFLOAT16"});
+}
+
+// 000/004 reject USE_HF32 for non-FLOAT inputs on the A2; 001/002 (newer) accept it. 002 wins.
+TEST(ConformanceConvBackward, UseHf32With16BitInputsAccepted) {
+  BwdCall c;
+  c.SetDtype(ACL_FLOAT16);
+  c.cube = 3;
+  ExpectAcceptedOn(kAllSocs, c);
+  c.SetDtype(ACL_BF16);
+  ExpectAcceptedOn(kNew, c);
+}
+
+}  // namespace
