@@ -49,7 +49,7 @@ struct DistributedDataParallelOptions {
   bool broadcast_buffers = true;
   /// Called (on this rank's backward thread) when bucket `index` starts its all-reduce; for
   /// logging and tests.
-  std::function<void(size_t index)> on_bucket_start;
+  std::function<void(size_t index)> on_bucket_start = nullptr;
 };
 
 class DistributedDataParallel : public Module {
