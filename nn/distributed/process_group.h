@@ -59,6 +59,9 @@ class ProcessGroup {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  /// Ranks running on this rank's host (they share its cores: give each cores / local_size()
+  /// threads).
+  virtual int local_size() const = 0;
   /// Name of the host this rank runs on.
   virtual std::string host() const = 0;
   const ProcessGroupOptions& options() const { return options_; }

@@ -97,9 +97,15 @@ class MpiProcessGroup final : public ProcessGroup {
     int length = 0;
     MPI_Get_processor_name(name, &length);
     host_.assign(name, length);
+    MPI_Comm local;
+    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+              "MPI_Comm_split_type");
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_size() const override { return local_size_; }
   std::string host() const override { return host_; }
 
   void broadcast(const Tensor& t, int root) override {
@@ -155,7 +161,7 @@ class MpiProcessGroup final : public ProcessGroup {
   }
 
  private:
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_size_ = 1;
   std::string host_;
 };
 
