@@ -12,6 +12,14 @@ std::string number(double v) {
   return buf;
 }
 
+// Settings added with distributed training, recorded only when not at these values, so that
+// older checkpoints (which lack them) still resume.
+const std::map<std::string, std::string>& optional_settings() {
+  static const std::map<std::string, std::string> values{{"config.ranks", "1"},
+                                                         {"config.sync-batchnorm", "0"}};
+  return values;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> trajectory_settings(const Config& c) {
@@ -23,27 +31,31 @@ std::map<std::string, std::string> trajectory_settings(const Config& c) {
                                               {"config.weight-decay", number(c.weight_decay)},
                                               {"config.dropout", number(c.dropout)},
                                               {"config.seed", std::to_string(c.seed)}};
-  // The shards (and so the trajectory) depend on the number of ranks; absent means 1, which
-  // keeps single-process checkpoints as they were.
-  if (c.ranks != 1) settings["config.ranks"] = std::to_string(c.ranks);
+  for (const auto& [key, fallback] : optional_settings()) {
+    const std::string value =
+        key == "config.ranks" ? std::to_string(c.ranks) : std::to_string(c.sync_batchnorm ? 1 : 0);
+    if (value != fallback) settings[key] = value;
+  }
   return settings;
 }
 
 std::vector<std::string> resume_mismatches(const std::map<std::string, std::string>& metadata,
                                            const Config& config) {
   std::vector<std::string> out;
-  for (const auto& [key, value] : trajectory_settings(config)) {
+  std::map<std::string, std::string> settings = trajectory_settings(config);
+  for (const auto& [key, fallback] : optional_settings()) settings.try_emplace(key, fallback);
+  for (const auto& [key, value] : settings) {
     const auto it = metadata.find(key);
+    const auto optional = optional_settings().find(key);
     const std::string flag = key == "config.ranks" ? "ranks (mpirun -np)" : "--" + key.substr(7);
-    if (it == metadata.end()) {
+    const std::string stored = it != metadata.end()                    ? it->second
+                               : optional != optional_settings().end() ? optional->second
+                                                                       : std::string();
+    if (it == metadata.end() && optional == optional_settings().end()) {
       out.push_back(flag + ": not recorded in the checkpoint");
-    } else if (it->second != value) {
-      out.push_back(flag + ": checkpoint " + it->second + ", command line " + value);
+    } else if (stored != value) {
+      out.push_back(flag + ": checkpoint " + stored + ", command line " + value);
     }
-  }
-  const auto ranks = metadata.find("config.ranks");
-  if (config.ranks == 1 && ranks != metadata.end()) {
-    out.push_back("ranks (mpirun -np): checkpoint " + ranks->second + ", command line 1");
   }
   return out;
 }

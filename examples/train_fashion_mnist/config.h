@@ -30,8 +30,9 @@ struct Config {
   bool quiet = false;  // no progress bar
   // Distributed data parallel (--distributed, under mpirun): batch_size is the global batch.
   bool distributed = false;
-  double dist_timeout = 300;  // seconds a collective may take before the job is aborted
-  int ranks = 1;              // processes of the job (set from the process group, not a flag)
+  bool sync_batchnorm = false;  // BatchNorm statistics over the global batch (--distributed)
+  double dist_timeout = 300;    // seconds a collective may take before the job is aborted
+  int ranks = 1;                // processes of the job (set from the process group, not a flag)
 };
 
 /// The settings that determine the training trajectory, as checkpoint metadata "config.<name>".

@@ -108,6 +108,9 @@ int main(int argc, char** argv) {
   app.add_flag("--distributed", c.distributed,
                "Data-parallel training over the processes of an MPI job (start with mpirun); "
                "--batch-size is the global batch, split evenly across ranks");
+  app.add_flag("--sync-batchnorm", c.sync_batchnorm,
+               "With --distributed: BatchNorm statistics over the global batch (all-reduced) "
+               "instead of each rank's share");
   app.add_option("--dist-timeout", c.dist_timeout,
                  "Seconds a rank waits for the others in a collective before aborting the job")
       ->capture_default_str()

@@ -10,6 +10,7 @@
 #include "autograd/grad_mode.h"
 #include "examples/common/atomic_file.h"
 #include "examples/common/progress.h"
+#include "nn/distributed/sync_batchnorm.h"
 #include "nn/distributed_sampler.h"
 #include "nn/transforms.h"
 #include "ops/ops.h"
@@ -116,7 +117,14 @@ Trainer::Trainer(const Config& config, std::shared_ptr<distributed::ProcessGroup
                                         .transform = data::transforms::Normalize({kMean}, {kStd})});
 
   manual_seed(config_.seed);  // initial weights
-  model_ = make_model(config_.dropout);
+  std::function<std::shared_ptr<nn::Module>(int64_t)> batchnorm;
+  if (config_.sync_batchnorm) {
+    if (!group_) throw std::runtime_error("--sync-batchnorm needs --distributed");
+    batchnorm = [this](int64_t channels) {
+      return std::make_shared<nn::SyncBatchNorm2d>(channels, group_);
+    };
+  }
+  model_ = make_model(config_.dropout, batchnorm);
   optim::AdamWOptions adam;
   adam.lr = config_.lr;
   adam.weight_decay = config_.weight_decay;

@@ -211,7 +211,9 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
         "the loss of every iteration (or set requires_grad=false on the unused ones before "
         "wrapping the model)");
   }
-  if (options_.broadcast_buffers && is_training() && group_->size() > 1) broadcast_buffers();
+  if (options_.broadcast_buffers && module_->is_training() && group_->size() > 1) {
+    broadcast_buffers();
+  }
   return (*module_)(input);
 }
 
