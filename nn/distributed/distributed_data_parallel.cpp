@@ -1,5 +1,6 @@
 #include "nn/distributed/distributed_data_parallel.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
