@@ -2,8 +2,12 @@
 // Internal to autograd/: ops use Tensor's methods and autograd/function.h instead.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
+#include "autograd/hooks.h"
 #include "autograd/node.h"
 
 namespace aclgrad::autograd {
@@ -17,6 +21,8 @@ struct AutogradMetaImpl final : AutogradMeta, std::enable_shared_from_this<Autog
   uint32_t output_nr = 0;
   std::weak_ptr<Node> grad_accumulator;  // the leaf's AccumulateGrad while a graph holds it
   bool retains_grad = false;
+  /// (handle, hook) run by AccumulateGrad after each accumulation (autograd/hooks.h).
+  std::vector<std::pair<uint64_t, PostAccumulateGradHook>> post_accumulate_hooks;
 };
 
 /// t's autograd state, or nullptr if it never had any.

@@ -122,7 +122,12 @@ void Node::add_retained_grad(uint32_t output_nr, std::weak_ptr<AutogradMeta> met
 // Leaves
 
 tensor_list AccumulateGrad::apply(tensor_list&& grad_outputs) {
-  if (grad_outputs.at(0).defined()) accumulate_into(ensure_meta(variable_), grad_outputs[0]);
+  if (!grad_outputs.at(0).defined()) return {};
+  AutogradMetaImpl& meta = ensure_meta(variable_);
+  accumulate_into(meta, grad_outputs[0]);
+  // A copy: a hook may register or remove hooks on this leaf while it runs.
+  const auto hooks = meta.post_accumulate_hooks;
+  for (const auto& [handle, hook] : hooks) hook(variable_);
   return {};
 }
 

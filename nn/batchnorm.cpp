@@ -9,7 +9,11 @@ namespace aclgrad::nn {
 
 template <size_t D>
 BatchNormNd<D>::BatchNormNd(const BatchNormOptions& options)
-    : Module("BatchNorm" + std::to_string(D) + "d"), options(options) {
+    : BatchNormNd(options, "BatchNorm" + std::to_string(D) + "d") {}
+
+template <size_t D>
+BatchNormNd<D>::BatchNormNd(const BatchNormOptions& options, std::string name)
+    : Module(std::move(name)), options(options) {
   const int64_t c = options.num_features();
   check(c > 0, type_name(), ": num_features must be positive, got ", c);
   if (options.affine()) {
@@ -42,7 +46,7 @@ void BatchNormNd<D>::reset_parameters() {
 }
 
 template <size_t D>
-Tensor BatchNormNd<D>::forward(const Tensor& input) {
+double BatchNormNd<D>::begin_forward(const Tensor& input) {
   const int64_t dim = input.dim();
   if constexpr (D == 1) {
     check<ShapeError>(dim == 2 || dim == 3, type_name(), ": expected 2D or 3D input (got ", dim,
@@ -59,6 +63,13 @@ Tensor BatchNormNd<D>::forward(const Tensor& input) {
     num_batches_tracked.fill_(n);
     if (!options.momentum()) factor = 1.0 / static_cast<double>(n);
   }
+  return factor;
+}
+
+template <size_t D>
+Tensor BatchNormNd<D>::forward(const Tensor& input) {
+  const double factor = begin_forward(input);
+  const bool tracking = options.track_running_stats();
   // Batch statistics in training, or always without running statistics.
   const bool use_batch_stats = is_training() || !tracking;
   return batch_norm(input, tracking ? running_mean : Tensor(), tracking ? running_var : Tensor(),

@@ -45,6 +45,13 @@ class BatchNormNd : public Module {
   BatchNormOptions options;
   Tensor weight, bias;                                    // undefined unless affine
   Tensor running_mean, running_var, num_batches_tracked;  // undefined unless tracking
+
+ protected:
+  /// For subclasses with another repr name (SyncBatchNorm).
+  BatchNormNd(const BatchNormOptions& options, std::string name);
+  /// Checks the input rank; in training with running statistics, increments num_batches_tracked.
+  /// Returns the running-average factor of this forward (momentum, or 1 / num_batches_tracked).
+  double begin_forward(const Tensor& input);
 };
 using BatchNorm1d = BatchNormNd<1>;
 using BatchNorm2d = BatchNormNd<2>;

@@ -66,6 +66,17 @@ class TensorDataset : public Dataset {
 /// labels int64 [N]. Error if a file is missing or corrupt, or the counts differ.
 TensorDataset load_mnist(const std::string& root, bool train = true);
 
+/// Chooses the samples of each epoch and their order (torch.utils.data.Sampler), e.g.
+/// data::DistributedSampler (nn/distributed_sampler.h).
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  /// The dataset indices epoch `epoch` visits, in order; size() of them.
+  virtual std::vector<int64_t> indices(int64_t epoch) const = 0;
+  /// Samples per epoch (the same every epoch).
+  virtual int64_t size() const = 0;
+};
+
 /// A transform of whole batches with its own generator (see DataLoader).
 using BatchTransform = std::function<Example(Example batch, Generator& gen)>;
 
@@ -80,6 +91,9 @@ struct DataLoaderOptions {
   int64_t prefetch = 0;
   /// Applied to every batch (e.g. data::transforms::compose(...)); may be empty.
   BatchTransform transform = {};
+  /// Which samples each epoch visits and in which order, instead of 0..N-1 (or its shuffle);
+  /// shuffle must then be false (the sampler decides the order).
+  std::shared_ptr<const Sampler> sampler = nullptr;
 };
 
 class DataLoader {
@@ -87,12 +101,13 @@ class DataLoader {
   class Iterator;
 
   DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
-  /// Batches per epoch: ceil(N / batch_size), or floor with drop_last.
+  /// Batches per epoch: ceil(N / batch_size), or floor with drop_last (N: the sampler's size
+  /// when there is one).
   int64_t size() const;
   /// The epoch the next begin() runs (starts at 0, +1 per begin()).
   int64_t epoch() const { return epoch_; }
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
-  /// The sample order of an epoch (0..N-1, or its permutation with shuffle).
+  /// The sample order of an epoch (0..N-1, its permutation with shuffle, or the sampler's).
   std::vector<int64_t> indices(int64_t epoch) const;
   /// Batch number batch of an epoch, computed directly (what iteration yields).
   Example batch(int64_t epoch, int64_t batch) const;

@@ -27,15 +27,31 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   check(options_.batch_size >= 1, "DataLoader: batch_size must be positive, got ",
         options_.batch_size);
   check(options_.prefetch >= 0, "DataLoader: prefetch must be >= 0, got ", options_.prefetch);
+  check(!(options_.sampler && options_.shuffle),
+        "DataLoader: sampler and shuffle=true are mutually exclusive (the sampler decides the "
+        "order)");
 }
 
 int64_t DataLoader::size() const {
-  const int64_t n = dataset_->size(), b = options_.batch_size;
+  const int64_t n = options_.sampler ? options_.sampler->size() : dataset_->size();
+  const int64_t b = options_.batch_size;
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
 std::vector<int64_t> DataLoader::indices(int64_t epoch) const {
   const int64_t n = dataset_->size();
+  if (options_.sampler) {
+    std::vector<int64_t> order = options_.sampler->indices(epoch);
+    check(static_cast<int64_t>(order.size()) == options_.sampler->size(),
+          "DataLoader: sampler "
+          "returned ",
+          order.size(), " indices for epoch ", epoch, ", its size() is ", options_.sampler->size());
+    for (int64_t i : order) {
+      check<IndexError>(i >= 0 && i < n, "DataLoader: sampler index ", i,
+                        " is out of range for a dataset of ", n, " samples");
+    }
+    return order;
+  }
   std::vector<int64_t> order(n);
   for (int64_t i = 0; i < n; ++i) order[i] = i;
   if (options_.shuffle) {  // Fisher-Yates

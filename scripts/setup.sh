@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libopenblas-dev libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libpng-dev nlohmann-json3-dev libcli11-dev
+  libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
   "$@"
 )

@@ -12,29 +12,49 @@ std::string number(double v) {
   return buf;
 }
 
+// Settings added with distributed training, recorded only when not at these values, so that
+// older checkpoints (which lack them) still resume.
+const std::map<std::string, std::string>& optional_settings() {
+  static const std::map<std::string, std::string> values{{"config.ranks", "1"},
+                                                         {"config.sync-batchnorm", "0"}};
+  return values;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> trajectory_settings(const Config& c) {
-  return {{"config.limit-train", std::to_string(c.limit_train)},
-          {"config.augment", c.augment},
-          {"config.epochs", std::to_string(c.epochs)},
-          {"config.batch-size", std::to_string(c.batch_size)},
-          {"config.lr", number(c.lr)},
-          {"config.weight-decay", number(c.weight_decay)},
-          {"config.dropout", number(c.dropout)},
-          {"config.seed", std::to_string(c.seed)}};
+  std::map<std::string, std::string> settings{{"config.limit-train", std::to_string(c.limit_train)},
+                                              {"config.augment", c.augment},
+                                              {"config.epochs", std::to_string(c.epochs)},
+                                              {"config.batch-size", std::to_string(c.batch_size)},
+                                              {"config.lr", number(c.lr)},
+                                              {"config.weight-decay", number(c.weight_decay)},
+                                              {"config.dropout", number(c.dropout)},
+                                              {"config.seed", std::to_string(c.seed)}};
+  for (const auto& [key, fallback] : optional_settings()) {
+    const std::string value =
+        key == "config.ranks" ? std::to_string(c.ranks) : std::to_string(c.sync_batchnorm ? 1 : 0);
+    if (value != fallback) settings[key] = value;
+  }
+  return settings;
 }
 
 std::vector<std::string> resume_mismatches(const std::map<std::string, std::string>& metadata,
                                            const Config& config) {
   std::vector<std::string> out;
-  for (const auto& [key, value] : trajectory_settings(config)) {
+  std::map<std::string, std::string> settings = trajectory_settings(config);
+  for (const auto& [key, fallback] : optional_settings()) settings.try_emplace(key, fallback);
+  for (const auto& [key, value] : settings) {
     const auto it = metadata.find(key);
-    const std::string flag = "--" + key.substr(7);
-    if (it == metadata.end()) {
+    const auto optional = optional_settings().find(key);
+    const std::string flag = key == "config.ranks" ? "ranks (mpirun -np)" : "--" + key.substr(7);
+    const std::string stored = it != metadata.end()                    ? it->second
+                               : optional != optional_settings().end() ? optional->second
+                                                                       : std::string();
+    if (it == metadata.end() && optional == optional_settings().end()) {
       out.push_back(flag + ": not recorded in the checkpoint");
-    } else if (it->second != value) {
-      out.push_back(flag + ": checkpoint " + it->second + ", command line " + value);
+    } else if (stored != value) {
+      out.push_back(flag + ": checkpoint " + stored + ", command line " + value);
     }
   }
   return out;

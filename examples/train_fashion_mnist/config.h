@@ -28,6 +28,11 @@ struct Config {
   int threads = 0;         // 0 = all hardware threads
   bool check_loss_decreases = false;
   bool quiet = false;  // no progress bar
+  // Distributed data parallel (--distributed, under mpirun): batch_size is the global batch.
+  bool distributed = false;
+  bool sync_batchnorm = false;  // BatchNorm statistics over the global batch (--distributed)
+  double dist_timeout = 300;    // seconds a collective may take before the job is aborted
+  int ranks = 1;                // processes of the job (set from the process group, not a flag)
 };
 
 /// The settings that determine the training trajectory, as checkpoint metadata "config.<name>".

@@ -5,6 +5,7 @@
 //   train_fashion_mnist --resume runs/a/checkpoint.safetensors --out runs/a
 //   train_fashion_mnist --compare A.safetensors B.safetensors   # bitwise tensor comparison
 //   train_fashion_mnist --profile 20          # where a training step's time goes
+//   mpirun -np 2 train_fashion_mnist --distributed   # data parallel over 2 processes
 #include <tbb/global_control.h>
 
 #include <CLI/CLI.hpp>
@@ -12,11 +13,13 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "examples/train_fashion_mnist/profile.h"
 #include "examples/train_fashion_mnist/trainer.h"
 #include "nn/checkpoint.h"
+#include "nn/distributed/process_group.h"
 
 namespace {
 
@@ -98,8 +101,20 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--limit-test", c.limit_test, "Use only the first N test images (0 = all)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", c.threads, "Worker threads (0 = all hardware threads)")
+  app.add_option("--threads", c.threads,
+                 "Worker threads (0 = all hardware threads; with --distributed, per rank: the "
+                 "host's threads divided among its ranks)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--distributed", c.distributed,
+               "Data-parallel training over the processes of an MPI job (start with mpirun); "
+               "--batch-size is the global batch, split evenly across ranks");
+  app.add_flag("--sync-batchnorm", c.sync_batchnorm,
+               "With --distributed: BatchNorm statistics over the global batch (all-reduced) "
+               "instead of each rank's share");
+  app.add_option("--dist-timeout", c.dist_timeout,
+                 "Seconds a rank waits for the others in a collective before aborting the job")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_flag("--quiet", c.quiet, "No progress bar");
   app.add_flag("--check-loss-decreases", c.check_loss_decreases,
                "Exit with 1 unless the mean loss of the last batches is below that of the first");
@@ -110,17 +125,29 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
+  std::shared_ptr<distributed::ProcessGroup> group;
   try {
     if (!compare.empty()) return compare_checkpoints(compare[0], compare[1]);
+    if (c.distributed) {
+      if (profile_batches > 0) throw std::runtime_error("--profile runs in one process only");
+      group = distributed::ProcessGroup::init(
+          {.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.dist_timeout * 1000))});
+      if (c.threads == 0) {  // the ranks on one host share its cores
+        const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        c.threads = std::max(1, hw / group->local_size());
+      }
+    }
     std::unique_ptr<tbb::global_control> threads;
     if (c.threads > 0) {
       threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                       static_cast<size_t>(c.threads));
     }
     if (profile_batches > 0) return fmnist::run_profile(c, profile_batches);
-    fmnist::Trainer trainer(c);
+    fmnist::Trainer trainer(c, group);
     return trainer.run();
   } catch (const std::exception& e) {
+    // The other ranks would wait for this one in their next collective: end the whole job.
+    if (group) group->abort(std::string("train_fashion_mnist: error: ") + e.what(), 2);
     std::fprintf(stderr, "train_fashion_mnist: error: %s\n", e.what());
     return 2;
   }

@@ -1,11 +1,17 @@
 # ctest: training 2 epochs straight and 1 epoch + --resume to 2 must give bit-identical
 # checkpoints (weights, BatchNorm buffers, optimizer state). Run with
 #   cmake -DEXE=<train_fashion_mnist> -DDIR=<scratch dir> -P resume_test.cmake
+# With -DLAUNCH="mpirun|<flags>|-np|2" the training runs are distributed (--distributed).
 set(common --limit-train 256 --limit-test 100 --epochs 2 --batch-size 32 --quiet)
+string(REPLACE "|" ";" launch "${LAUNCH}")
+if(launch)
+  list(APPEND common --distributed)
+endif()
 file(REMOVE_RECURSE ${DIR})
 
 function(run)
-  execute_process(COMMAND ${EXE} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  execute_process(COMMAND ${launch} ${EXE} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
   message("$ train_fashion_mnist ${ARGN}\n${out}${err}")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "exit code ${rc}")
@@ -15,4 +21,5 @@ endfunction()
 run(${common} --out ${DIR}/straight)
 run(${common} --out ${DIR}/resumed --stop-after 1)
 run(${common} --out ${DIR}/resumed --resume ${DIR}/resumed/checkpoint.safetensors)
+set(launch "")
 run(--compare ${DIR}/straight/checkpoint.safetensors ${DIR}/resumed/checkpoint.safetensors)

@@ -10,8 +10,11 @@
 #include "autograd/grad_mode.h"
 #include "examples/common/atomic_file.h"
 #include "examples/common/progress.h"
+#include "nn/distributed/sync_batchnorm.h"
+#include "nn/distributed_sampler.h"
 #include "nn/transforms.h"
 #include "ops/ops.h"
+#include "tensor/creation.h"
 #include "tensor/random.h"
 
 namespace aclgrad::fmnist {
@@ -38,6 +41,13 @@ std::shared_ptr<data::TensorDataset> load_split(const std::string& dir, bool tra
   if (limit <= 0 || limit >= full.size()) return std::make_shared<data::TensorDataset>(full);
   return std::make_shared<data::TensorDataset>(full.data().narrow(0, 0, limit),
                                                full.target().narrow(0, 0, limit));
+}
+
+// Rows [rank * N / ranks, (rank + 1) * N / ranks) of a dataset: this rank's test shard.
+std::shared_ptr<data::TensorDataset> shard_of(const data::TensorDataset& set, int rank, int ranks) {
+  const int64_t n = set.size(), begin = n * rank / ranks, end = n * (rank + 1) / ranks;
+  return std::make_shared<data::TensorDataset>(set.data().narrow(0, begin, end - begin),
+                                               set.target().narrow(0, begin, end - begin));
 }
 
 data::BatchTransform train_transform(const std::string& augment) {
@@ -71,24 +81,50 @@ void check_data_dir(const std::string& dir) {
   }
 }
 
-Trainer::Trainer(const Config& config) : config_(config) {
+Trainer::Trainer(const Config& config, std::shared_ptr<distributed::ProcessGroup> group)
+    : config_(config), group_(std::move(group)) {
+  const int rank = group_ ? group_->rank() : 0;
+  config_.ranks = group_ ? group_->size() : 1;
+  if (config_.batch_size % config_.ranks != 0) {
+    throw std::runtime_error("--batch-size " + std::to_string(config_.batch_size) +
+                             " is the global batch and must be a multiple of the number of "
+                             "ranks (" +
+                             std::to_string(config_.ranks) + ")");
+  }
   check_data_dir(config_.data_dir);
   auto train_set = load_split(config_.data_dir, true, config_.limit_train);
   auto test_set = load_split(config_.data_dir, false, config_.limit_test);
   train_size_ = train_set->size(), test_size_ = test_set->size();
+  std::shared_ptr<data::DistributedSampler> sampler;
+  if (group_) {
+    sampler = std::make_shared<data::DistributedSampler>(
+        train_size_, data::DistributedSamplerOptions{
+                         .num_replicas = config_.ranks, .rank = rank, .seed = config_.seed});
+    test_set = shard_of(*test_set, rank, config_.ranks);
+  }
   train_loader_ = std::make_unique<data::DataLoader>(
-      train_set, data::DataLoaderOptions{.batch_size = config_.batch_size,
-                                         .shuffle = true,
-                                         .seed = config_.seed,
-                                         .prefetch = 2,
-                                         .transform = train_transform(config_.augment)});
+      train_set, data::DataLoaderOptions{
+                     .batch_size = config_.batch_size / config_.ranks,
+                     .shuffle = sampler == nullptr,
+                     // Augmentation draws: rank 0's are a single process's, the others' differ.
+                     .seed = config_.seed + static_cast<uint64_t>(rank) * 0x9E3779B97F4A7C15ull,
+                     .prefetch = 2,
+                     .transform = train_transform(config_.augment),
+                     .sampler = sampler});
   test_loader_ = std::make_unique<data::DataLoader>(
       test_set, data::DataLoaderOptions{.batch_size = 500,
                                         .prefetch = 2,
                                         .transform = data::transforms::Normalize({kMean}, {kStd})});
 
   manual_seed(config_.seed);  // initial weights
-  model_ = make_model(config_.dropout);
+  std::function<std::shared_ptr<nn::Module>(int64_t)> batchnorm;
+  if (config_.sync_batchnorm) {
+    if (!group_) throw std::runtime_error("--sync-batchnorm needs --distributed");
+    batchnorm = [this](int64_t channels) {
+      return std::make_shared<nn::SyncBatchNorm2d>(channels, group_);
+    };
+  }
+  model_ = make_model(config_.dropout, batchnorm);
   optim::AdamWOptions adam;
   adam.lr = config_.lr;
   adam.weight_decay = config_.weight_decay;
@@ -98,11 +134,21 @@ Trainer::Trainer(const Config& config) : config_(config) {
                                           .total_steps = config_.epochs * train_loader_->size(),
                                           .pct_start = 0.25});
   if (!config_.resume.empty()) load_checkpoint(config_.resume);
+  if (group_) ddp_ = std::make_shared<nn::DistributedDataParallel>(model_, group_);
+}
+
+void Trainer::sum_over_ranks(std::vector<double>& values) const {
+  if (!group_) return;
+  Tensor t = from_vector(values);
+  group_->allreduce_sum(t);
+  values = t.to_vector<double>();
 }
 
 double Trainer::train_epoch(int64_t epoch) {
   model_->train();
-  manual_seed(mix(config_.seed ^ mix(static_cast<uint64_t>(epoch))));  // dropout masks
+  // Dropout masks; each rank its own (rank 0's are a single process's).
+  manual_seed(mix(config_.seed ^ mix(static_cast<uint64_t>(epoch))) ^
+              static_cast<uint64_t>(group_ ? group_->rank() : 0));
   train_loader_->set_epoch(epoch);
   const int64_t batches = train_loader_->size();
   examples::ProgressBar bar(
@@ -112,7 +158,7 @@ double Trainer::train_epoch(int64_t epoch) {
   int64_t samples = 0, done = 0, window_n = 0;
   const int64_t curve_every = std::max<int64_t>(1, batches / 20);
   for (auto& batch : *train_loader_) {
-    Tensor logits = (*model_)(batch.data);
+    Tensor logits = ddp_ ? (*ddp_)(batch.data) : (*model_)(batch.data);
     Tensor loss = cross_entropy(logits, batch.target);
     optimizer_->zero_grad();
     loss.backward();
@@ -131,16 +177,19 @@ double Trainer::train_epoch(int64_t epoch) {
            window_sum / static_cast<double>(window_n)});
       window_sum = 0, window_n = 0;
     }
-    if (!config_.quiet) {
+    if (!config_.quiet && is_root()) {
       bar.update(done, {{"loss", loss_sum / static_cast<double>(samples)}},
                  static_cast<double>(samples) / seconds_since(start));
     }
   }
-  if (!config_.quiet) bar.finish();
-  return loss_sum / static_cast<double>(std::max<int64_t>(samples, 1));
+  if (!config_.quiet && is_root()) bar.finish();
+  std::vector<double> totals{loss_sum, static_cast<double>(samples)};
+  sum_over_ranks(totals);  // the epoch's loss over every rank's samples
+  return totals[0] / std::max(totals[1], 1.0);
 }
 
 std::pair<double, double> Trainer::evaluate() {
+  if (ddp_) ddp_->broadcast_buffers();  // every rank evaluates with rank 0's BatchNorm statistics
   NoGradGuard no_grad;
   model_->eval();
   double loss_sum = 0;
@@ -154,20 +203,29 @@ std::pair<double, double> Trainer::evaluate() {
     total += static_cast<int64_t>(target.size());
   }
   model_->train();
-  const double n = static_cast<double>(std::max<int64_t>(total, 1));
-  return {loss_sum / n, static_cast<double>(correct) / n};
+  std::vector<double> totals{loss_sum, static_cast<double>(correct), static_cast<double>(total)};
+  sum_over_ranks(totals);
+  const double n = std::max(totals[2], 1.0);
+  return {totals[0] / n, totals[1] / n};
 }
 
 int Trainer::run() {
-  fs::create_directories(config_.out_dir);
-  std::printf("%s\n", model_->to_string().c_str());
-  std::printf("train %lld samples, test %lld samples, %lld batches of %lld per epoch\n",
-              static_cast<long long>(train_size_), static_cast<long long>(test_size_),
-              static_cast<long long>(train_loader_->size()),
-              static_cast<long long>(config_.batch_size));
+  const bool root = is_root();
+  if (root) {
+    fs::create_directories(config_.out_dir);
+    std::printf("%s\n", model_->to_string().c_str());
+    std::printf("train %lld samples, test %lld samples, %lld batches of %lld per epoch\n",
+                static_cast<long long>(train_size_), static_cast<long long>(test_size_),
+                static_cast<long long>(train_loader_->size()),
+                static_cast<long long>(config_.batch_size));
+    if (group_) {
+      std::printf("distributed: %d ranks, %lld samples per rank and batch\n", config_.ranks,
+                  static_cast<long long>(config_.batch_size / config_.ranks));
+    }
+  }
   const int64_t last =
       config_.stop_after > 0 ? std::min(config_.stop_after, config_.epochs) : config_.epochs;
-  if (start_epoch_ >= last) {
+  if (start_epoch_ >= last && root) {
     std::printf("nothing to do: the checkpoint has %lld of %lld epochs done\n",
                 static_cast<long long>(start_epoch_), static_cast<long long>(last));
   }
@@ -189,6 +247,7 @@ int Trainer::run() {
         .samples_per_second =
             static_cast<double>(train_loader_->size() * config_.batch_size) / train_seconds};
     history_.epochs.push_back(r);
+    if (!root) continue;
     std::printf(
         "epoch %lld/%lld  train_loss %.4f  test_loss %.4f  test_acc %.2f%%  lr %.2e  "
         "time %.1fs (total %.1fs)  %.0f samples/s\n",
@@ -198,8 +257,10 @@ int Trainer::run() {
     save_checkpoint(epoch + 1);
     write_reports();
   }
-  std::printf("wrote %s/{metrics.csv,curves.svg,%s}\n", config_.out_dir.c_str(),
-              kCheckpointName.c_str());
+  if (root) {
+    std::printf("wrote %s/{metrics.csv,curves.svg,%s}\n", config_.out_dir.c_str(),
+                kCheckpointName.c_str());
+  }
   if (config_.check_loss_decreases) {
     const size_t n = batch_losses_.size();
     const size_t k = std::max<size_t>(1, std::min<size_t>(5, n / 4));
@@ -209,8 +270,9 @@ int Trainer::run() {
     }
     const double first = std::accumulate(batch_losses_.begin(), batch_losses_.begin() + k, 0.0) / k;
     const double last_l = std::accumulate(batch_losses_.end() - k, batch_losses_.end(), 0.0) / k;
-    std::printf("loss %s: first %.4f last %.4f (means of %zu batches)\n",
-                last_l < first ? "went down" : "did NOT go down", first, last_l, k);
+    if (root)
+      std::printf("loss %s: first %.4f last %.4f (means of %zu batches)\n",
+                  last_l < first ? "went down" : "did NOT go down", first, last_l, k);
     return last_l < first ? 0 : 1;
   }
   return 0;
@@ -256,8 +318,9 @@ void Trainer::load_checkpoint(const std::string& path) {
   steps_ = std::stoll(extras.metadata.at("step"));
   seconds_ = std::stod(extras.metadata.at("seconds"));
   history_ = History::parse(extras.metadata);
-  std::printf("resumed from %s after epoch %lld (step %lld)\n", path.c_str(),
-              static_cast<long long>(start_epoch_), static_cast<long long>(steps_));
+  if (is_root())
+    std::printf("resumed from %s after epoch %lld (step %lld)\n", path.c_str(),
+                static_cast<long long>(start_epoch_), static_cast<long long>(steps_));
 }
 
 void Trainer::write_reports() const {

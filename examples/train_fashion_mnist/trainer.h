@@ -7,6 +7,12 @@
 // each epoch (weights, BatchNorm buffers, optimizer moments and step counts, scheduler position,
 // the epoch number) holds all the state there is: training N epochs straight, or k epochs then
 // --resume to N, gives bit-identical weights.
+//
+// Distributed (a process group is given; run under mpirun): the model is wrapped in
+// nn::DistributedDataParallel, --batch-size is the global batch and each rank trains on
+// batch_size / ranks samples of its DistributedSampler shard. Test accuracy is computed on
+// shards and summed. Rank 0 alone prints, writes metrics, plots and checkpoints; every rank can
+// --resume from the checkpoint (the same number of ranks is required for an exact resume).
 #pragma once
 
 #include <memory>
@@ -16,6 +22,7 @@
 #include "examples/train_fashion_mnist/history.h"
 #include "examples/train_fashion_mnist/model.h"
 #include "nn/data.h"
+#include "nn/distributed/distributed_data_parallel.h"
 #include "nn/lr_scheduler.h"
 #include "nn/nn.h"
 #include "nn/optim.h"
@@ -32,7 +39,9 @@ void check_data_dir(const std::string& dir);
 class Trainer {
  public:
   /// Loads the data and builds everything; with config.resume, continues from that checkpoint.
-  explicit Trainer(const Config& config);
+  /// Distributed when group is given (its collectives are then used by every rank).
+  explicit Trainer(const Config& config,
+                   std::shared_ptr<distributed::ProcessGroup> group = nullptr);
   /// Trains the remaining epochs (evaluating, checkpointing and writing the CSV/SVG after each).
   /// Returns the process exit code (1 when --check-loss-decreases fails).
   int run();
@@ -47,9 +56,15 @@ class Trainer {
   void save_checkpoint(int64_t epochs_done) const;
   void load_checkpoint(const std::string& path);
   void write_reports() const;
+  /// Rank 0 (or the only process) prints and writes files.
+  bool is_root() const { return group_ == nullptr || group_->rank() == 0; }
+  /// values[i] = sum over ranks of values[i] (no-op in a single process).
+  void sum_over_ranks(std::vector<double>& values) const;
 
   Config config_;
+  std::shared_ptr<distributed::ProcessGroup> group_;
   std::shared_ptr<nn::Sequential> model_;
+  std::shared_ptr<nn::DistributedDataParallel> ddp_;  // wraps model_ when distributed
   std::unique_ptr<optim::AdamW> optimizer_;
   std::unique_ptr<optim::OneCycleLR> scheduler_;
   std::unique_ptr<data::DataLoader> train_loader_, test_loader_;

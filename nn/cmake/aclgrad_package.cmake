@@ -27,6 +27,15 @@ foreach(layer tensor autograd ops nn)
   install(FILES ${ACLGRAD_${LAYER}_PUBLIC_HEADERS}
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/aclgrad/${layer} COMPONENT aclgrad_dev)
 endforeach()
+# Distributed training (aclgrad::distributed; MPI inside when built with it): not part of
+# aclgrad::aclgrad, so consumers that do not ask for it do not link MPI.
+install(TARGETS aclgrad_distributed EXPORT aclgradTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT aclgrad_runtime
+          NAMELINK_COMPONENT aclgrad_dev
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT aclgrad_dev
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT aclgrad_runtime)
+install(FILES ${ACLGRAD_DISTRIBUTED_PUBLIC_HEADERS}
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/aclgrad/nn/distributed COMPONENT aclgrad_dev)
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/aclgrad.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/aclgrad
   COMPONENT aclgrad_dev)
 install(EXPORT aclgradTargets NAMESPACE aclgrad:: DESTINATION ${ACLGRAD_CMAKE_DIR}
@@ -68,6 +77,9 @@ set(CPACK_DEBIAN_ACLNN_DEV_PACKAGE_DEPENDS "libaclnn0 (= ${ACLGRAD_DEB_VERSION})
 set(CPACK_DEBIAN_ACLGRAD_RUNTIME_PACKAGE_NAME libaclgrad0)
 set(CPACK_DEBIAN_ACLGRAD_RUNTIME_PACKAGE_DEPENDS
     "libaclnn0 (= ${ACLGRAD_DEB_VERSION}), libopenblas0 | libopenblas0-pthread, libtbb12, zlib1g")
+if(ACLGRAD_HAVE_MPI)
+  string(APPEND CPACK_DEBIAN_ACLGRAD_RUNTIME_PACKAGE_DEPENDS ", libopenmpi3")
+endif()
 set(CPACK_DEBIAN_ACLGRAD_DEV_PACKAGE_NAME libaclgrad-dev)
 set(CPACK_DEBIAN_ACLGRAD_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_ACLGRAD_DEV_PACKAGE_DEPENDS

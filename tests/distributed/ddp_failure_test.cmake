@@ -1,0 +1,22 @@
+# Runs `mpirun ... ddp_failure MODE` and checks the job fails in bounded time with a message.
+# -DMPIRUN=... -DEXE=... -DMODE=throw|uncaught|hang -DEXPECT=<regex> -DNP=2
+string(REPLACE "|" ";" MPIRUN_ARGS "${MPIRUN_FLAGS}")
+string(TIMESTAMP start "%s")
+execute_process(COMMAND ${MPIRUN} ${MPIRUN_ARGS} -np ${NP} ${EXE} ${MODE}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+string(TIMESTAMP stop "%s")
+math(EXPR seconds "${stop} - ${start}")
+message(STATUS "exit: ${rc} after ${seconds} s\n--- stdout:\n${out}\n--- stderr:\n${err}")
+if(rc STREQUAL "0")
+  message(FATAL_ERROR "the job exited 0 although rank 1 failed")
+endif()
+if(NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "the job did not end by itself: ${rc}")
+endif()
+if(NOT "${out}${err}" MATCHES "${EXPECT}")
+  message(FATAL_ERROR "no message matching '${EXPECT}'")
+endif()
+if("${out}" MATCHES "rank [0-9]+ finished")
+  message(FATAL_ERROR "a rank finished training although its peer failed")
+endif()
+message(STATUS "failed as expected: exit ${rc} in ${seconds} s with the message")
