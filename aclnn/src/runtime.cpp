@@ -233,19 +233,22 @@ aclError aclrtGetRunMode(aclrtRunMode* runMode) {
 }
 
 namespace {
-const char* sys_param_name(aclSysParamOpt opt) {
+const char* sys_param_name(int32_t opt) {
   return opt == ACL_OPT_DETERMINISTIC ? "ACL_OPT_DETERMINISTIC" : "ACL_OPT_ENABLE_DEBUG_KERNEL";
 }
-void check_sys_param_opt(aclSysParamOpt opt) {
+// The option as an index into sys_params, read as the integer the caller passed (see raw_enum).
+int32_t check_sys_param_opt(aclSysParamOpt opt_enum) {
+  const int32_t opt = raw_enum(opt_enum);
   check(opt == ACL_OPT_DETERMINISTIC || opt == ACL_OPT_ENABLE_DEBUG_KERNEL, ACL_ERROR_INVALID_PARAM,
-        "opt = ", static_cast<int>(opt), " is invalid; it must be ACL_OPT_DETERMINISTIC (0) or ",
+        "opt = ", opt, " is invalid; it must be ACL_OPT_DETERMINISTIC (0) or ",
         "ACL_OPT_ENABLE_DEBUG_KERNEL (1)");
+  return opt;
 }
 }  // namespace
 
-aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt_enum, int64_t value) {
   return guard_rt("aclrtCtxSetSysParamOpt", [&] {
-    check_sys_param_opt(opt);
+    const int32_t opt = check_sys_param_opt(opt_enum);
     check(value == 0 || value == 1, ACL_ERROR_INVALID_PARAM, "value = ", value, " for ",
           sys_param_name(opt), " is invalid; it must be 0 (off) or 1 (on)");
     auto& r = runtime();
@@ -257,9 +260,9 @@ aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
   });
 }
 
-aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t* value) {
+aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt_enum, int64_t* value) {
   return guard_rt("aclrtCtxGetSysParamOpt", [&] {
-    check_sys_param_opt(opt);
+    const int32_t opt = check_sys_param_opt(opt_enum);
     check(value != nullptr, ACL_ERROR_INVALID_PARAM, "value is null");
     auto& r = runtime();
     std::lock_guard lock(r.mutex);

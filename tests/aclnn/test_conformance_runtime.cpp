@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/raw_enum_calls.h"
 #include "acl/acl.h"
 
 namespace {
@@ -61,7 +62,7 @@ TEST(ConformanceRuntime, DeterministicSwitchRejectsBadArguments) {
   EXPECT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 2), ACL_ERROR_INVALID_PARAM);
   EXPECT_NE(recent().find("value = 2 for ACL_OPT_DETERMINISTIC is invalid"), std::string::npos)
       << recent();
-  EXPECT_EQ(aclrtCtxSetSysParamOpt(static_cast<aclSysParamOpt>(7), 1), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(acltest_ctx_set_sys_param_opt_raw(7, 1), ACL_ERROR_INVALID_PARAM);
   EXPECT_NE(recent().find("opt = 7 is invalid"), std::string::npos) << recent();
   EXPECT_EQ(aclrtCtxGetSysParamOpt(ACL_OPT_DETERMINISTIC, nullptr), ACL_ERROR_INVALID_PARAM);
   EXPECT_NE(recent().find("aclrtCtxGetSysParamOpt: value is null"), std::string::npos) << recent();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "support/raw_enum_calls.h"
 
 namespace {
 
@@ -151,8 +152,7 @@ TEST_F(Runtime, MemcpySizeMismatchesAreRejected) {
   EXPECT_EQ(aclrtMemcpy(nullptr, 64, host.data(), 8, ACL_MEMCPY_HOST_TO_DEVICE),
             ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(aclrtMemcpy(dev, 64, nullptr, 8, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
-  EXPECT_EQ(aclrtMemcpy(dev, 64, host.data(), 8, static_cast<aclrtMemcpyKind>(9)),
-            ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(acltest_memcpy_raw(dev, 64, host.data(), 8, 9), ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(aclrtMemset(dev, 64, 0, 65), ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(aclrtMemset(dev, 128, 0, 65), ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(aclrtFree(dev), ACL_SUCCESS);
@@ -163,7 +163,7 @@ TEST_F(Runtime, BadAllocationsAndDoubleFreeAreRejected) {
   EXPECT_EQ(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
   EXPECT_NE(recent().find("size is 0"), std::string::npos);
   EXPECT_EQ(aclrtMalloc(nullptr, 16, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
-  EXPECT_EQ(aclrtMalloc(&p, 16, static_cast<aclrtMemMallocPolicy>(7)), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(acltest_malloc_raw(&p, 16, 7), ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(aclrtMalloc(&p, SIZE_MAX, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_BAD_ALLOC);
   ASSERT_EQ(aclrtMalloc(&p, 16, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
   EXPECT_EQ(aclrtFreeHost(p), ACL_ERROR_INVALID_PARAM);  // wrong family

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 
 #include <tbb/task_arena.h>
@@ -16,6 +17,7 @@
 #include "error.h"
 #include "gemm/sgemm.h"
 #include "meta.h"
+#include "runtime_options.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -38,7 +40,7 @@ struct Layout {
 
 struct Plan {
   ConvJob job;
-  std::shared_ptr<tbb::task_arena> arena;  // concurrency == problem.slots
+  std::shared_ptr<tbb::task_arena> arena;  // concurrency <= problem.slots
   Problem problem;
   std::optional<Choice> choice[kPrimitiveCount];  // forward, backward_data, backward_weight
   bool tbc = false;      // time-major 1-d fp32: per-tap GEMMs on the caller's buffers
@@ -327,10 +329,23 @@ void execute(const char* api, const Plan& p, char* ws) {
 // sharing the cores (ctest -j, data-parallel jobs) such tiny jobs spent far more time spinning and
 // hopping threads than computing (measured: 14 us/call serial vs 60-550 us/call with 2 threads on
 // a loaded machine). A one-slot arena runs every task on the calling thread.
-static int arena_concurrency(const ConvGeometry& g) {
+//
+// Work is split for `slots` threads. With ACL_OPT_DETERMINISTIC (aclrtCtxSetSysParamOpt) the
+// split is made for the machine's hardware threads whatever the caller's thread count, so the
+// reduction order, and every bit of the result, is the same for any number of threads; the
+// arena then runs at most that many (fewer when the caller's arena is smaller).
+struct Threads {
+  int slots = 1;  // threads the blocking is planned for
+  int arena = 1;  // concurrency of the task arena that runs it (<= slots)
+};
+static Threads conv_threads(const ConvGeometry& g) {
   constexpr double kParallelMinMacs = double(1 << 21);
   const double macs = double(g.N) * double(g.C_out) * double(g.out_size()) * double(g.col_rows());
-  return macs < kParallelMinMacs ? 1 : tbb::this_task_arena::max_concurrency();
+  if (macs < kParallelMinMacs) return {};
+  const int available = tbb::this_task_arena::max_concurrency();
+  if (!deterministic_requested()) return {available, available};
+  const int fixed = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return {fixed, std::min(available, fixed)};
 }
 
 aclOpExecutor* make_executor(const char* api, ConvJob job, uint64_t* workspace_size) {
@@ -344,10 +359,11 @@ aclOpExecutor* make_executor(const char* api, ConvJob job, uint64_t* workspace_s
   auto plan = std::make_shared<Plan>();
   plan->job = std::move(job);
   if (plan->job.use_double) plan->job.round = Round::kNone;  // double is always exact
-  plan->arena = std::make_shared<tbb::task_arena>(arena_concurrency(plan->job.g));
+  const Threads threads = conv_threads(plan->job.g);
+  plan->arena = std::make_shared<tbb::task_arena>(threads.arena);
   plan->problem.g = plan->job.g;
   plan->problem.fp64 = plan->job.use_double;
-  plan->problem.slots = plan->arena->max_concurrency();
+  plan->problem.slots = threads.slots;
   plan->problem.avx512 = gemm::have_avx512();
   // bf16 inputs throughout: the bf16 kernels may read them as they are (HF32 rounding leaves bf16
   // values unchanged; fp16 rounding does not).

@@ -27,3 +27,7 @@ aclError acltest_memcpy_raw(void* dst, size_t dest_max, const void* src, size_t 
                             int32_t kind) {
   return aclrtMemcpy(dst, dest_max, src, count, (aclrtMemcpyKind)kind);
 }
+
+aclError acltest_ctx_set_sys_param_opt_raw(int32_t opt, int64_t value) {
+  return aclrtCtxSetSysParamOpt((aclSysParamOpt)opt, value);
+}

@@ -21,6 +21,7 @@ size_t acltest_data_type_size_raw(int32_t dtype);
 aclError acltest_malloc_raw(void** ptr, size_t size, int32_t policy);
 aclError acltest_memcpy_raw(void* dst, size_t dest_max, const void* src, size_t count,
                             int32_t kind);
+aclError acltest_ctx_set_sys_param_opt_raw(int32_t opt, int64_t value);
 
 #ifdef __cplusplus
 }
