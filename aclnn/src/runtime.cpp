@@ -237,7 +237,7 @@ const char* sys_param_name(int32_t opt) {
   return opt == ACL_OPT_DETERMINISTIC ? "ACL_OPT_DETERMINISTIC" : "ACL_OPT_ENABLE_DEBUG_KERNEL";
 }
 // The option as an index into sys_params, read as the integer the caller passed (see raw_enum).
-int32_t check_sys_param_opt(aclSysParamOpt opt_enum) {
+int32_t check_sys_param_opt(const aclSysParamOpt& opt_enum) {
   const int32_t opt = raw_enum(opt_enum);
   check(opt == ACL_OPT_DETERMINISTIC || opt == ACL_OPT_ENABLE_DEBUG_KERNEL, ACL_ERROR_INVALID_PARAM,
         "opt = ", opt, " is invalid; it must be ACL_OPT_DETERMINISTIC (0) or ",

@@ -169,3 +169,26 @@ TEST(FastPathTbc, PerTapGemmsMatchReference) {
 }
 
 }  // namespace
+
+// Found by the C-API fuzzer: a 3d transposed conv whose D/H/W dims are 1 except time looked
+// time-major to the tbc_gemm fast path, which ignored a leading pad in H (the one output then
+// lies in the padding and gets nothing). The reference says 0 there; all variants must agree.
+TEST(ConvFastPath, UnitDimsWithALeadingPadAreNotTimeMajor) {
+  for (bool transposed : {true, false}) {
+    for (int64_t t : {1, 6}) {
+      acltest::ConvCase c = acltest::MakeCase(
+          acltest::MakeGeom({2, 3, 1, 1, t}, {transposed ? 3 : 4, transposed ? 4 : 3, 1, 1, 1},
+                            {1, 3, 1}, {0, 1, 0}, {1, 1, 1}, 1, transposed,
+                            transposed ? std::vector<int64_t>{0, 2, 0} : std::vector<int64_t>{}),
+          "pad_unit_dims", 3);
+      // Permuted layouts for several seeds: some store time outermost and channels innermost,
+      // the layout the time-major path takes.
+      c.layout = acltest::Layout::kPermuted;
+      for (uint64_t seed = 1; seed <= 12; ++seed) {
+        c.seed = seed;
+        EXPECT_TRUE(acltest::CheckConvForward(c));
+        EXPECT_TRUE(acltest::CheckConvBackward(c));
+      }
+    }
+  }
+}

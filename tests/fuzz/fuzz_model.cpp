@@ -276,7 +276,9 @@ int64_t readable_numel(const TensorSpec& t) {
   const int64_t need = storage_needed(t);
   const size_t elem = float_dtype_size(t.dtype);
   if (need < 0 || static_cast<size_t>(need) * elem > t.buffer->size()) return -1;
-  int64_t n = 1;
+  for (int64_t d : t.dims)
+    if (d == 0) return 0;  // other dims may be huge: an empty view is readable
+  int64_t n = 1;  // every dim is now in [1, kMaxStorageElements] (storage_needed proved it)
   for (int64_t d : t.dims) n *= d;
   return n;
 }

@@ -102,8 +102,10 @@ bool tbc_applicable(const ConvJob& j) {
   if (j.use_double || j.round != Round::kNone || g.groups != 1 || g.N <= 0 || g.C_in <= 0 ||
       g.C_out <= 0)
     return false;
+  // D and H must be trivial: one position that reads input position 0 (a leading pad would put
+  // it in the padding, where the output gets nothing; found by the C-API fuzzer).
   for (int d = 0; d < 2; ++d)
-    if (g.in[d] != 1 || g.out[d] != 1 || g.k[d] != 1) return false;
+    if (g.in[d] != 1 || g.out[d] != 1 || g.k[d] != 1 || g.pad_before[d] != 0) return false;
   if (g.stride[2] != 1 || g.dil[2] != 1) return false;
   if (!j.out_y && !j.out_x && !j.out_w) return false;
   // Every activation involved must be time-major, every weight have C_out contiguous.
