@@ -3,6 +3,8 @@
 // limit is checked just past its bound on the SoCs that have it and accepted on those that do not.
 #include <gtest/gtest.h>
 
+#include "aclnnop/aclnn_convolution_backward.h"
+#include "support/acl_test_util.h"
 #include "support/conformance_case.h"
 
 namespace {
@@ -256,6 +258,48 @@ TEST(ConformanceConvBackward, EmptySpatialDimsOnlyInAnEmptyConvolution) {
   c.x = c.gx = {{1, 3, 0, 0}};
   c.gy = {{1, 4, 2, 2}};
   ExpectRejectedOn(kNew, c, kInvalid, kBwd, {"spatial dim H = 0 is only allowed"});
+}
+
+}  // namespace
+
+namespace {
+
+// 002 weight constraint: when input is an empty tensor satisfying the empty-tensor rule, the
+// weight's D/H/W (and, transposed, C) may be 0 too; the call computes nothing (gradBias = 0).
+TEST(ConformanceConvBackward, ZeroKernelDimsOnlyInAnEmptyConvolution) {
+  BwdCall c;  // regular, N = 0, kernel H = 0: output H = (7 - 1 * (0 - 1) - 1) / 1 + 1 = 8
+  c.x = c.gx = {{0, 3, 7, 7}};
+  c.w = c.gw = {{4, 3, 0, 3}};
+  c.gy = {{0, 4, 8, 5}};
+  ExpectAcceptedOn(kNew, c);
+  BwdCall t = BwdTransposed2d();  // transposed, N = 0, weight C_out/g = 0 and kernel W = 0
+  t.x = t.gx = {{0, 4, 5, 5}};
+  t.w = t.gw = {{4, 0, 3, 0}};
+  t.gy = {{0, 0, 12, 9}};  // W = (5 - 1) * 2 + 1 * (0 - 1) + 1 + 1
+  t.gb = {{0}};
+  t.bias_sizes = {0};
+  ExpectAcceptedOn(kNew, t);
+  // Launched, it computes nothing but the gradient of the bias: zeros (a sum over no samples).
+  acltest::TestTensor x({0, 3, 7, 7}, ACL_FLOAT), w({4, 3, 0, 3}, ACL_FLOAT),
+      gy({0, 4, 8, 5}, ACL_FLOAT);
+  acltest::TestTensor gx = acltest::TestTensor::Output({0, 3, 7, 7}, ACL_FLOAT),
+                      gw = acltest::TestTensor::Output({4, 3, 0, 3}, ACL_FLOAT),
+                      gb = acltest::TestTensor::Output({4}, ACL_FLOAT);
+  auto one = acltest::MakeIntArray({1, 1}), zero = acltest::MakeIntArray({0, 0}),
+       sizes = acltest::MakeIntArray({4});
+  auto mask = acltest::MakeBoolArray({true, true, true});
+  const acltest::CallResult run = acltest::RunTwoPhase(
+      [&](uint64_t* ws, aclOpExecutor** ex) {
+        return aclnnConvolutionBackwardGetWorkspaceSize(
+            gy.get(), x.get(), w.get(), sizes.get(), one.get(), zero.get(), one.get(), false,
+            zero.get(), 1, mask.get(), 1, gx.get(), gw.get(), gb.get(), ws, ex);
+      },
+      aclnnConvolutionBackward);
+  ASSERT_TRUE(run.ok()) << run.Describe();
+  EXPECT_EQ(gb.Read(), std::vector<double>(4, 0.0));
+  c.x = c.gx = {{1, 3, 7, 7}};  // not empty: refused
+  c.gy = {{1, 4, 8, 5}};
+  ExpectRejectedOn(kNew, c, kInvalid, kBwd, {"kernel H = 0 is only allowed in an empty-tensor"});
 }
 
 }  // namespace

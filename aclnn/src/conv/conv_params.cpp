@@ -127,8 +127,9 @@ ConvGeometry check_conv_shapes(const ConvParams& p, const SocProfile& soc) {
     check(id[2 + i] >= 1 || empty, ACLNN_ERR_PARAM_INVALID, "input has shape ", shape_of(in),
           ": spatial dim ", spatial_name(r, i), " = 0 is only allowed in an empty-tensor ",
           "convolution (N = 0", p.transposed ? "" : " or C = 0", ")");
-    check(wd[2 + i] >= 1, ACLNN_ERR_PARAM_INVALID, "weight has shape ", shape_of(w), ": kernel ",
-          spatial_name(r, i), " = 0 is invalid; every kernel size must be >= 1");
+    check(wd[2 + i] >= 1 || empty, ACLNN_ERR_PARAM_INVALID, "weight has shape ", shape_of(w),
+          ": kernel ", spatial_name(r, i), " = 0 is only allowed in an empty-tensor convolution ",
+          "(N = 0", p.transposed ? "" : " or C = 0", "); otherwise every kernel size must be >= 1");
   }
   check(wd[0] >= 1, ACLNN_ERR_PARAM_INVALID, "weight has shape ", shape_of(w), ": weight[0] = 0 is",
         " invalid; it must be >= 1");
