@@ -6,6 +6,7 @@
 #include <tbb/parallel_for.h>
 
 #include "gemm/sgemm.h"
+#include "target_clones.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 // along the output row (ow), which is contiguous in y/dy and, for stride 1, in x/dx too, so they
 // vectorize. Only plain C++ is used inside them (no library templates), so nothing compiled for
 // AVX-512 can leak into generic code.
-#define ACLNN_CLONES __attribute__((target_clones("avx512f", "default")))
+#define ACLNN_CLONES ACLNN_CLONES_AVX512
 
 using Tap = DepthwiseTap;
 

@@ -13,6 +13,7 @@
 #include "conv/source.h"
 #include "gemm/sgemm.h"
 #include "meta.h"
+#include "target_clones.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -185,8 +186,7 @@ namespace {
 // sum of p[0..n) in double: 16 lanes (two zmm of doubles on AVX-512, picked at load time) added
 // element-wise, then the lanes in order. Deterministic for a given n, and ~16x faster than one
 // serial chain of double additions, which made gradBias a sizeable part of a whole backward.
-__attribute__((target_clones("avx512f", "default"))) double sum_run_f32(const float* __restrict p,
-                                                                        int64_t n) {
+ACLNN_CLONES_AVX512 double sum_run_f32(const float* __restrict p, int64_t n) {
   double lanes[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -198,9 +198,7 @@ __attribute__((target_clones("avx512f", "default"))) double sum_run_f32(const fl
 }
 
 // acc[i] += p[i] for i < n (double accumulators, lane-wise: vectorizes without reassociation).
-__attribute__((target_clones("avx512f", "default"))) void add_run_f32(double* __restrict acc,
-                                                                      const float* __restrict p,
-                                                                      int64_t n) {
+ACLNN_CLONES_AVX512 void add_run_f32(double* __restrict acc, const float* __restrict p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[i]);
 }
 
