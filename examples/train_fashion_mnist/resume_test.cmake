@@ -2,6 +2,7 @@
 # checkpoints (weights, BatchNorm buffers, optimizer state). Run with
 #   cmake -DEXE=<train_fashion_mnist> -DDIR=<scratch dir> -P resume_test.cmake
 # With -DLAUNCH="mpirun|<flags>|-np|2" the training runs are distributed (--distributed).
+# With -DTWICE=ON it instead trains twice from the same seed and compares those checkpoints.
 set(common --limit-train 256 --limit-test 100 --epochs 2 --batch-size 32 --quiet)
 string(REPLACE "|" ";" launch "${LAUNCH}")
 if(launch)
@@ -19,6 +20,12 @@ function(run)
 endfunction()
 
 run(${common} --out ${DIR}/straight)
+if(TWICE)  # the same seed twice, straight: the same weights, bit for bit
+  run(${common} --out ${DIR}/again)
+  set(launch "")
+  run(--compare ${DIR}/straight/checkpoint.safetensors ${DIR}/again/checkpoint.safetensors)
+  return()
+endif()
 run(${common} --out ${DIR}/resumed --stop-after 1)
 run(${common} --out ${DIR}/resumed --resume ${DIR}/resumed/checkpoint.safetensors)
 set(launch "")
