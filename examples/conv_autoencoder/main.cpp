@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "examples/common/atomic_file.h"
 #include "nn/data.h"
 #include "nn/nn.h"
 #include "nn/optim.h"
@@ -70,21 +71,21 @@ double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& s
   return total / static_cast<double>(set->size());
 }
 
-// Writes 8-bit grayscale pixels [height * width] as a PNG, atomically: to "path.tmp", then a
-// rename over path, so a viewer never sees half a file.
-void write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height) {
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw std::runtime_error("write_png: cannot open '" + tmp + "' for writing");
+// Encodes 8-bit grayscale pixels [height * width] as PNG bytes, in memory.
+std::string encode_png(const std::vector<uint8_t>& pixels, int width, int height) {
+  std::string bytes;
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   if (!info || setjmp(png_jmpbuf(png))) {  // libpng reports errors by longjmp-ing here
     png_destroy_write_struct(&png, &info);
-    std::fclose(f);
-    std::filesystem::remove(tmp);
-    throw std::runtime_error("write_png: libpng failed writing '" + tmp + "'");
+    throw std::runtime_error("write_png: libpng failed to encode the image");
   }
-  png_init_io(png, f);
+  png_set_write_fn(
+      png, &bytes,
+      [](png_structp p, png_bytep data, png_size_t n) {
+        static_cast<std::string*>(png_get_io_ptr(p))->append(reinterpret_cast<char*>(data), n);
+      },
+      nullptr);
   png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
@@ -92,8 +93,13 @@ void write_png(const std::string& path, const std::vector<uint8_t>& pixels, int 
     png_write_row(png, pixels.data() + static_cast<size_t>(y) * static_cast<size_t>(width));
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
-  if (std::fclose(f) != 0) throw std::runtime_error("write_png: cannot write '" + tmp + "'");
-  std::filesystem::rename(tmp, path);
+  return bytes;
+}
+
+// Writes the PNG atomically (temporary file, fsync, rename): a viewer never sees half a file,
+// and a failure leaves the previous image and no temporary behind.
+void write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height) {
+  examples::write_file_atomically(path, encode_png(pixels, width, height));
 }
 
 // A grid of `cols` images per row: inputs [n, 1, 28, 28] on one row, their reconstructions on
