@@ -17,18 +17,11 @@ using acltest::ConvCase;
 
 ConvCase Make(const char* label, std::vector<int64_t> input, std::vector<int64_t> weight,
               int64_t stride, int64_t pad, int64_t groups = 1, bool transposed = false) {
-  const size_t spatial = input.size() - 2;
-  naive::ConvGeom g;
-  g.input = std::move(input);
-  g.weight = std::move(weight);
-  g.stride.assign(spatial, stride);
-  g.dilation.assign(spatial, 1);
-  g.pad_before.assign(spatial, pad);
-  g.pad_after = g.pad_before;
-  g.output_padding.assign(spatial, 0);
-  g.groups = groups;
-  g.transposed = transposed;
-  return acltest::MakeCase(g, label, 17);
+  const size_t n = input.size() - 2;  // the same stride / pad in every spatial dim, dilation 1
+  return acltest::MakeCase(acltest::MakeGeom(input, weight, std::vector<int64_t>(n, stride),
+                                             std::vector<int64_t>(n, pad),
+                                             std::vector<int64_t>(n, 1), groups, transposed),
+                           label, 17);
 }
 
 std::vector<ConvCase> Cases() {

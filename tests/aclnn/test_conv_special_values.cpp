@@ -80,16 +80,11 @@ struct SpecialCase {
 
 ConvCase Geometry(std::vector<int64_t> input, std::vector<int64_t> weight, int64_t stride,
                   int64_t pad, aclDataType dtype) {
-  const size_t spatial = input.size() - 2;
-  naive::ConvGeom g;
-  g.input = std::move(input);
-  g.weight = std::move(weight);
-  g.stride.assign(spatial, stride);
-  g.dilation.assign(spatial, 1);
-  g.pad_before.assign(spatial, pad);
-  g.pad_after = g.pad_before;
-  g.output_padding.assign(spatial, 0);
-  ConvCase c = acltest::MakeCase(g, "special", 7);
+  const size_t n = input.size() - 2;  // the same stride / pad in every spatial dim, dilation 1
+  ConvCase c = acltest::MakeCase(
+      acltest::MakeGeom(input, weight, std::vector<int64_t>(n, stride),
+                        std::vector<int64_t>(n, pad), std::vector<int64_t>(n, 1), 1),
+      "special", 7);
   c.x_dtype = c.w_dtype = c.gy_dtype = dtype;
   return c;
 }

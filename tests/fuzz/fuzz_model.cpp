@@ -118,17 +118,9 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
 }
 
 size_t float_dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case ACL_FLOAT16:
-    case ACL_BF16:
-      return 2;
-    case ACL_FLOAT:
-      return 4;
-    case ACL_DOUBLE:
-      return 8;
-    default:
-      return 0;
-  }
+  for (aclDataType d : {ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_DOUBLE})
+    if (dtype == d) return acltest::DtypeBytes(d);
+  return 0;
 }
 
 bool is_float_dtype(int32_t dtype) {
