@@ -85,6 +85,12 @@ double read_value(const uint8_t* p, int32_t dtype) {
   }
 }
 
+// v + d, or v when that overflows (an earlier defect may have made v extreme).
+int64_t nudge(int64_t v, int64_t d) {
+  int64_t r;
+  return __builtin_add_overflow(v, d, &r) ? v : r;
+}
+
 // Bytes per storage element: the float dtypes' own size, 8 for any other value (never less than
 // whatever the library could take the dtype to be).
 size_t element_bytes(int32_t dtype) {
@@ -177,17 +183,18 @@ void mutate_tensor(FuzzBytes& in, TensorSpec& t) {
                                      -1};
   switch (in.byte() % 10) {
     case 0:
-      if (rank) t.dims[i] = in.chance(128) ? t.dims[i] + in.pick(-1, 1) : in.one_of(kOdd);
+      if (rank) t.dims[i] = in.chance(128) ? nudge(t.dims[i], in.pick(-1, 1)) : in.one_of(kOdd);
       break;
     case 1:
-      if (rank) t.strides[i] = in.chance(128) ? t.strides[i] + in.pick(-1, 1) : in.one_of(kOdd);
+      if (rank)
+        t.strides[i] = in.chance(128) ? nudge(t.strides[i], in.pick(-1, 1)) : in.one_of(kOdd);
       break;
     case 2:
-      t.offset = in.chance(128) ? t.offset + in.pick(-1, 1) : in.one_of(kOdd);
+      t.offset = in.chance(128) ? nudge(t.offset, in.pick(-1, 1)) : in.one_of(kOdd);
       break;
     case 3:  // storage one element short, one dim odd, or rank 0
       if (in.chance(128) && !t.storage_dims.empty())
-        t.storage_dims.back() = std::max<int64_t>(t.storage_dims.back() - 1, 0);
+        t.storage_dims.back() = std::max<int64_t>(nudge(t.storage_dims.back(), -1), 0);
       else if (in.chance(128) && !t.storage_dims.empty())
         t.storage_dims[0] = in.one_of(kOdd);
       else
