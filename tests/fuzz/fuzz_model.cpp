@@ -277,8 +277,13 @@ int64_t readable_numel(const TensorSpec& t) {
   if (need < 0 || static_cast<size_t>(need) * elem > t.buffer->size()) return -1;
   for (int64_t d : t.dims)
     if (d == 0) return 0;  // other dims may be huge: an empty view is readable
-  int64_t n = 1;  // every dim is now in [1, kMaxStorageElements] (storage_needed proved it)
-  for (int64_t d : t.dims) n *= d;
+  // A dim of stride 0 may be huge although the view fits its storage: too many to read.
+  constexpr int64_t kMaxReadable = int64_t{1} << 20;
+  int64_t n = 1;
+  for (int64_t d : t.dims) {
+    if (d > kMaxReadable / n) return -1;
+    n *= d;
+  }
   return n;
 }
 
