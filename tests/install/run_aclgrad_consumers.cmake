@@ -4,8 +4,13 @@
 #   deb     cpack -G DEB in the build tree, dpkg -x the four packages into WORK_DIR/root, then the
 #           same two consumers against that root;
 #   headers compile every installed public header on its own (-include it in an empty file).
+# SANITIZE (the build's ACLGRAD_SANITIZE): a sanitized library needs sanitized consumers.
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
+set(extra "")
+if(SANITIZE)
+  set(extra "-fsanitize=${SANITIZE}")
+endif()
 function(run)
   execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -21,12 +26,12 @@ function(consumers prefix)
   get_filename_component(pcdir ${pc} DIRECTORY)
   get_filename_component(libdir ${pcdir} DIRECTORY)
   run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/cmake-consumer
-      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${extra}")
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake-consumer)
   run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/cmake-consumer/train_two_steps)
   file(MAKE_DIRECTORY ${WORK_DIR}/make-consumer)
   run(${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pcdir} make -s -C ${CONSUMER_SOURCE}
-      OUT=${WORK_DIR}/make-consumer)
+      OUT=${WORK_DIR}/make-consumer "EXTRA_FLAGS=${extra}")
   run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/make-consumer/train_two_steps)
 endfunction()
 
