@@ -12,6 +12,7 @@
 #include "acl/acl.h"
 #include "aclnn/aclnn_cpu_extensions.h"
 #include "aclnnop/aclnn_convolution_backward.h"
+#include "support/conformance_case.h"
 #include "support/error_case.h"
 
 namespace {
@@ -21,34 +22,9 @@ using namespace conv_errors;
 // ---------------------------------------------------------------------------------------------
 // aclnnConvolutionBackward: a valid 2d baseline that each test breaks in one way.
 
-struct Bwd {
-  Spec gy{{2, 4, 5, 5}}, x{{2, 3, 7, 7}}, w{{4, 3, 3, 3}};
-  Spec gx{{2, 3, 7, 7}}, gw{{4, 3, 3, 3}}, gb{{4}};
-  Shape bias_sizes{4}, stride{1, 1}, padding{0, 0}, dilation{1, 1}, op{0, 0};
-  bool transposed = false;
-  int groups = 1;
-  std::vector<bool> mask{true, true, true};
-  int8_t cube = 0;
-  std::set<std::string> nulls;  // parameters passed as nullptr
-
-  bool Null(const char* name) const { return nulls.count(name) != 0; }
-
-  Result Run() const {
-    Pool p;
-    auto t = [&](const char* name, const Spec& s) { return Null(name) ? nullptr : p.Tensor(s); };
-    auto ints = [&](const char* name, const Shape& v) { return Null(name) ? nullptr : p.Ints(v); };
-    uint64_t ws = 0;
-    aclOpExecutor* ex = nullptr;
-    const aclnnStatus st = aclnnConvolutionBackwardGetWorkspaceSize(
-        t("gradOutput", gy), t("input", x), t("weight", w), ints("biasSizes", bias_sizes),
-        ints("stride", stride), ints("padding", padding), ints("dilation", dilation), transposed,
-        ints("outputPadding", op), groups, Null("outputMask") ? nullptr : p.Bools(mask), cube,
-        t("gradInput", gx), t("gradWeight", gw), t("gradBias", gb),
-        Null("workspaceSize") ? nullptr : &ws, Null("executor") ? nullptr : &ex);
-    Result r{st, st == 0 ? "" : aclGetRecentErrMsg()};
-    if (st == 0) aclDestroyAclOpExecutor(ex);  // never launched: free it (not repeatable is fine)
-    return r;
-  }
+// The conformance tests' call (support/conformance_case.h) with cubeMathType 0 (KEEP_DTYPE).
+struct Bwd : conformance::BwdCall {
+  Bwd() { cube = 0; }
 };
 
 constexpr const char* kBwd = "aclnnConvolutionBackward";

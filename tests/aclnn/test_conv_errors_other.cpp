@@ -9,6 +9,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_convolution.h"
 #include "aclnnop/aclnn_convolution_backward.h"
+#include "support/conformance_case.h"
 #include "support/error_case.h"
 
 namespace {
@@ -95,30 +96,8 @@ TEST(ConvForwardErrors, Rules) {
 // ---------------------------------------------------------------------------------------------
 // aclnnConvTbcBackward and aclnnConvTbc.
 
-struct TbcBwd {
-  Spec self{{5, 2, 4}, ACL_FLOAT, ACL_FORMAT_ND}, x{{7, 2, 3}, ACL_FLOAT, ACL_FORMAT_ND};
-  Spec w{{3, 3, 4}, ACL_FLOAT, ACL_FORMAT_ND}, b{{4}};
-  Spec gx{{7, 2, 3}, ACL_FLOAT, ACL_FORMAT_ND}, gw{{3, 3, 4}, ACL_FLOAT, ACL_FORMAT_ND}, gb{{4}};
-  int64_t pad = 0;
-  int8_t cube = 0;
-  std::set<std::string> nulls;
-
-  Result Run() const {
-    Pool p;
-    auto t = [&](const char* name, const Spec& s) {
-      return nulls.count(name) ? nullptr : p.Tensor(s);
-    };
-    uint64_t ws = 0;
-    aclOpExecutor* ex = nullptr;
-    const aclnnStatus st = aclnnConvTbcBackwardGetWorkspaceSize(
-        t("self", self), t("input", x), t("weight", w), t("bias", b), pad, cube, t("gradInput", gx),
-        t("gradWeight", gw), t("gradBias", gb), nulls.count("workspaceSize") ? nullptr : &ws,
-        nulls.count("executor") ? nullptr : &ex);
-    Result r{st, st == 0 ? "" : aclGetRecentErrMsg()};
-    if (st == 0) aclDestroyAclOpExecutor(ex);
-    return r;
-  }
-};
+// The conformance tests' ConvTbcBackward call (support/conformance_case.h).
+using TbcBwd = conformance::TbcCall;
 
 constexpr const char* kTbcBwd = "aclnnConvTbcBackward";
 
