@@ -277,7 +277,7 @@ const Algorithm kGridDirectForward{"grid_direct",
                                    nullptr,
                                    grid_direct::forward_bf16,
                                    /*reads_sources=*/true,
-                                   /*needs_avx512=*/true};
+                                   /*needs_isa=*/gemm::Isa::kAvx512};
 const Algorithm kGridDirectData{"grid_direct",
                                 Primitive::kBackwardData,
                                 plan_data,
@@ -285,7 +285,7 @@ const Algorithm kGridDirectData{"grid_direct",
                                 nullptr,
                                 grid_direct::backward_data_bf16,
                                 /*reads_sources=*/true,
-                                /*needs_avx512=*/true};
+                                /*needs_isa=*/gemm::Isa::kAvx512};
 const Algorithm kGridDirectWeight{"grid_direct",
                                   Primitive::kBackwardWeight,
                                   plan_weight,
@@ -293,6 +293,6 @@ const Algorithm kGridDirectWeight{"grid_direct",
                                   nullptr,
                                   grid_direct::backward_weight_bf16,
                                   /*reads_sources=*/true,
-                                  /*needs_avx512=*/true};
+                                  /*needs_isa=*/gemm::Isa::kAvx512};
 
 }  // namespace aclnn_cpu::conv
