@@ -13,7 +13,6 @@
 //
 //   conv3d_volumes --epochs 4
 //   conv3d_volumes --smoke --train-size 192 --epochs 2     (exit 1 unless the loss went down)
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,6 +23,7 @@
 #include <tuple>
 #include <vector>
 
+#include "examples/common/command_line.h"
 #include "autograd/grad_mode.h"
 #include "nn/data.h"
 #include "nn/nn.h"
@@ -107,23 +107,23 @@ double accuracy(nn::Module& model, const data::TensorDataset& set, int64_t per_c
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Conv3d classifier of generated volumes (sphere / cube / torus)"};
+  examples::CommandLine cli{"Conv3d classifier of generated volumes (sphere / cube / torus)"};
   int epochs = 4;
   int64_t train_size = 1200, test_size = 300, batch_size = 32;
   double lr = 2e-3, noise = 0.3;
   uint64_t seed = 1;
   bool smoke = false;
-  app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--train-size", train_size, "Generated training volumes")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--test-size", test_size, "Generated test volumes")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", batch_size, "Volumes per step")->check(CLI::PositiveNumber);
-  app.add_option("--lr", lr, "Adam learning rate");
-  app.add_option("--noise", noise, "Standard deviation of the voxel noise");
-  app.add_option("--seed", seed, "Seed of the data, the initial weights and the shuffling");
-  app.add_flag("--smoke", smoke,
-               "Exit with status 1 unless the mean loss of the last 3 batches < of the first 3");
-  CLI11_PARSE(app, argc, argv);
+  cli.option("--epochs", epochs, "Passes over the training set", examples::ValueCheck::positive());
+  cli.option("--train-size", train_size, "Generated training volumes",
+             examples::ValueCheck::positive());
+  cli.option("--test-size", test_size, "Generated test volumes", examples::ValueCheck::positive());
+  cli.option("--batch-size", batch_size, "Volumes per step", examples::ValueCheck::positive());
+  cli.option("--lr", lr, "Adam learning rate");
+  cli.option("--noise", noise, "Standard deviation of the voxel noise");
+  cli.option("--seed", seed, "Seed of the data, the initial weights and the shuffling");
+  cli.flag("--smoke", smoke,
+           "Exit with status 1 unless the mean loss of the last 3 batches < of the first 3");
+  if (auto status = cli.parse(argc, argv)) return *status;
 
   try {
     manual_seed(seed);

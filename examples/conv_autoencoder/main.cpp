@@ -13,7 +13,6 @@
 //   conv_autoencoder --smoke --limit 512 --epochs 1      (exit 1 unless the loss went down)
 #include <png.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/command_line.h"
 #include "autograd/grad_mode.h"
 #include "examples/common/atomic_file.h"
 #include "nn/data.h"
@@ -131,23 +131,24 @@ void save_grid(const std::string& path, const Tensor& inputs, const Tensor& outp
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Convolutional autoencoder (Conv2d + ConvTranspose2d) on Fashion-MNIST"};
+  examples::CommandLine cli{
+      "Convolutional autoencoder (Conv2d + ConvTranspose2d) on Fashion-MNIST"};
   std::string data_dir = "/usr/share/datasets/fashion-mnist", out = "conv_autoencoder.png";
   int epochs = 3;
   int64_t batch_size = 64, limit = 0, test_limit = 0;
   double lr = 2e-3;
   uint64_t seed = 1;
   bool smoke = false;
-  app.add_option("--data", data_dir, "Fashion-MNIST directory (IDX files, plain or .gz)");
-  app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", batch_size, "Images per step")->check(CLI::PositiveNumber);
-  app.add_option("--lr", lr, "Adam learning rate");
-  app.add_option("--limit", limit, "Use only the first N training images (0: all)");
-  app.add_option("--test-limit", test_limit, "Use only the first N test images (0: all)");
-  app.add_option("--seed", seed, "Seed of the initial weights and the shuffling");
-  app.add_option("--out", out, "PNG grid of test inputs and their reconstructions");
-  app.add_flag("--smoke", smoke, "Exit with status 1 unless the last batch loss < the first");
-  CLI11_PARSE(app, argc, argv);
+  cli.option("--data", data_dir, "Fashion-MNIST directory (IDX files, plain or .gz)");
+  cli.option("--epochs", epochs, "Passes over the training set", examples::ValueCheck::positive());
+  cli.option("--batch-size", batch_size, "Images per step", examples::ValueCheck::positive());
+  cli.option("--lr", lr, "Adam learning rate");
+  cli.option("--limit", limit, "Use only the first N training images (0: all)");
+  cli.option("--test-limit", test_limit, "Use only the first N test images (0: all)");
+  cli.option("--seed", seed, "Seed of the initial weights and the shuffling");
+  cli.option("--out", out, "PNG grid of test inputs and their reconstructions");
+  cli.flag("--smoke", smoke, "Exit with status 1 unless the last batch loss < the first");
+  if (auto status = cli.parse(argc, argv)) return *status;
 
   try {
     manual_seed(seed);  // layers draw their initial weights from the default generator

@@ -10,10 +10,10 @@
 // Exit status 0 when all three behave as described.
 //
 //   gradcheck_demo            gradcheck_demo --seed 7
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdint>
 
+#include "examples/common/command_line.h"
 #include "autograd/autograd.h"
 #include "autograd/function.h"
 #include "ops/ops.h"
@@ -83,10 +83,10 @@ bool check(const char* name, F&& fn, const tensor_list& inputs, bool expect_pass
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"gradcheck a composite function and catch a wrong custom backward"};
+  examples::CommandLine cli{"gradcheck a composite function and catch a wrong custom backward"};
   uint64_t seed = 0;
-  app.add_option("--seed", seed, "Seed of the random inputs");
-  CLI11_PARSE(app, argc, argv);
+  cli.option("--seed", seed, "Seed of the random inputs");
+  if (auto status = cli.parse(argc, argv)) return *status;
 
   // gradcheck needs float64 inputs: finite differences in float32 are far too coarse. Inputs
   // that require grad are the variables; the others (the target) are constants.

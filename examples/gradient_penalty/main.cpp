@@ -13,12 +13,12 @@
 //   gradient_penalty --steps 200
 //   gradient_penalty --smoke --steps 60   (exit 1 unless the penalty went down and gradgradcheck
 //                                          passes on the critic in float64)
-#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "examples/common/command_line.h"
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "nn/optim.h"
@@ -108,20 +108,20 @@ bool check_critic(uint64_t seed) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"WGAN-GP-style convolutional critic trained with a gradient penalty"};
+  examples::CommandLine cli{"WGAN-GP-style convolutional critic trained with a gradient penalty"};
   int steps = 200, batch = 64;
   double lambda = 10, lr = 1e-3;
   uint64_t seed = 1;
   bool smoke = false;
-  app.add_option("--steps", steps, "training steps")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", batch, "samples per step (real and fake each)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--lambda", lambda, "gradient penalty weight")->check(CLI::NonNegativeNumber);
-  app.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--seed", seed, "random seed");
-  app.add_flag("--smoke", smoke,
-               "exit 1 unless the penalty went down and gradgradcheck passes on the critic");
-  CLI11_PARSE(app, argc, argv);
+  cli.option("--steps", steps, "training steps", examples::ValueCheck::positive());
+  cli.option("--batch-size", batch, "samples per step (real and fake each)",
+             examples::ValueCheck::positive());
+  cli.option("--lambda", lambda, "gradient penalty weight", examples::ValueCheck::non_negative());
+  cli.option("--lr", lr, "Adam learning rate", examples::ValueCheck::positive());
+  cli.option("--seed", seed, "random seed");
+  cli.flag("--smoke", smoke,
+           "exit 1 unless the penalty went down and gradgradcheck passes on the critic");
+  if (auto status = cli.parse(argc, argv)) return *status;
 
   Generator gen(seed);
   Critic c = Critic::init(gen, Dtype::Float32);

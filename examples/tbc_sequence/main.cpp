@@ -12,7 +12,6 @@
 //
 //   tbc_sequence --epochs 2
 //   tbc_sequence --smoke --limit 1024 --epochs 1      (exit 1 unless the loss went down)
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "examples/common/command_line.h"
 #include "autograd/grad_mode.h"
 #include "nn/data.h"
 #include "nn/nn.h"
@@ -82,23 +82,24 @@ double accuracy(nn::Module& model, const std::shared_ptr<data::TensorDataset>& s
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Fashion-MNIST rows as sequences, classified by ConvTBC temporal convolutions"};
+  examples::CommandLine cli{
+      "Fashion-MNIST rows as sequences, classified by ConvTBC temporal convolutions"};
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int epochs = 2;
   int64_t batch_size = 64, limit = 0, test_limit = 0;
   double lr = 2e-3;
   uint64_t seed = 1;
   bool smoke = false;
-  app.add_option("--data", data_dir, "Fashion-MNIST directory (IDX files, plain or .gz)");
-  app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", batch_size, "Sequences per step")->check(CLI::PositiveNumber);
-  app.add_option("--lr", lr, "Adam learning rate");
-  app.add_option("--limit", limit, "Use only the first N training images (0: all)");
-  app.add_option("--test-limit", test_limit, "Use only the first N test images (0: all)");
-  app.add_option("--seed", seed, "Seed of the initial weights and the shuffling");
-  app.add_flag("--smoke", smoke,
-               "Exit with status 1 unless the mean loss of the last 5 batches < of the first 5");
-  CLI11_PARSE(app, argc, argv);
+  cli.option("--data", data_dir, "Fashion-MNIST directory (IDX files, plain or .gz)");
+  cli.option("--epochs", epochs, "Passes over the training set", examples::ValueCheck::positive());
+  cli.option("--batch-size", batch_size, "Sequences per step", examples::ValueCheck::positive());
+  cli.option("--lr", lr, "Adam learning rate");
+  cli.option("--limit", limit, "Use only the first N training images (0: all)");
+  cli.option("--test-limit", test_limit, "Use only the first N test images (0: all)");
+  cli.option("--seed", seed, "Seed of the initial weights and the shuffling");
+  cli.flag("--smoke", smoke,
+           "Exit with status 1 unless the mean loss of the last 5 batches < of the first 5");
+  if (auto status = cli.parse(argc, argv)) return *status;
 
   try {
     manual_seed(seed);

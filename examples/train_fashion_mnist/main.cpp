@@ -8,7 +8,6 @@
 //   mpirun -np 2 train_fashion_mnist --distributed   # data parallel over 2 processes
 #include <tbb/global_control.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -16,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "examples/common/command_line.h"
 #include "examples/train_fashion_mnist/profile.h"
 #include "examples/train_fashion_mnist/trainer.h"
 #include "nn/checkpoint.h"
@@ -60,70 +60,58 @@ int main(int argc, char** argv) {
   std::vector<std::string> compare;
   int64_t profile_batches = 0;
 
-  CLI::App app{
+  examples::CommandLine cli{
       "Trains a small CNN (2 conv + BN + max-pool, 2 linear) on Fashion-MNIST with "
       "AdamW and a one-cycle schedule. Progress on stderr, one summary line per epoch "
       "on stdout; metrics.csv, curves.svg and checkpoint.safetensors in --out after "
       "every epoch.",
       "train_fashion_mnist"};
-  app.add_option("--data", c.data_dir, "Directory with the (Fashion-)MNIST IDX files (.gz or not)")
-      ->capture_default_str();
-  app.add_option("--epochs", c.epochs, "Epochs to train")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--batch-size", c.batch_size, "Training batch size")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 65536));
-  app.add_option("--lr", c.lr, "Peak learning rate of the one-cycle schedule")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--weight-decay", c.weight_decay, "AdamW decoupled weight decay")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--dropout", c.dropout, "Dropout before the last layer")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.99));
-  app.add_option("--augment", c.augment, "Training augmentation")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"none", "flip", "crop", "crop+flip"}));
-  app.add_option("--seed", c.seed, "Seed of the initial weights, shuffling, augmentation, dropout")
-      ->capture_default_str();
-  app.add_option("--out", c.out_dir, "Output directory (metrics.csv, curves.svg, checkpoint)")
-      ->capture_default_str();
-  app.add_option("--resume", c.resume,
-                 "Continue from this checkpoint (same training flags required); the result is "
-                 "bit-identical to an uninterrupted run");
-  app.add_option("--stop-after", c.stop_after,
-                 "Stop after this many epochs, as if interrupted (the schedule still spans "
-                 "--epochs); continue with --resume")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--limit-train", c.limit_train, "Use only the first N training images (0 = all)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--limit-test", c.limit_test, "Use only the first N test images (0 = all)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", c.threads,
-                 "Worker threads (0 = all hardware threads; with --distributed, per rank: the "
-                 "host's threads divided among its ranks)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_flag("--distributed", c.distributed,
-               "Data-parallel training over the processes of an MPI job (start with mpirun); "
-               "--batch-size is the global batch, split evenly across ranks");
-  app.add_flag("--sync-batchnorm", c.sync_batchnorm,
-               "With --distributed: BatchNorm statistics over the global batch (all-reduced) "
-               "instead of each rank's share");
-  app.add_option("--dist-timeout", c.dist_timeout,
-                 "Seconds a rank waits for the others in a collective before aborting the job")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--quiet", c.quiet, "No progress bar");
-  app.add_flag("--check-loss-decreases", c.check_loss_decreases,
-               "Exit with 1 unless the mean loss of the last batches is below that of the first");
-  app.add_option("--compare", compare, "Compare the tensors of two checkpoints bitwise and exit")
-      ->expected(2);
-  app.add_option("--profile", profile_batches,
-                 "Time N training steps by phase and each layer's forward/backward, then exit")
-      ->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  cli.option("--data", c.data_dir, "Directory with the (Fashion-)MNIST IDX files (.gz or not)");
+  cli.option("--epochs", c.epochs, "Epochs to train", examples::ValueCheck::range(1, 1000));
+  cli.option("--batch-size", c.batch_size, "Training batch size",
+             examples::ValueCheck::range(1, 65536));
+  cli.option("--lr", c.lr, "Peak learning rate of the one-cycle schedule",
+             examples::ValueCheck::positive());
+  cli.option("--weight-decay", c.weight_decay, "AdamW decoupled weight decay",
+             examples::ValueCheck::non_negative());
+  cli.option("--dropout", c.dropout, "Dropout before the last layer",
+             examples::ValueCheck::range(0.0, 0.99));
+  cli.option("--augment", c.augment, "Training augmentation",
+             examples::ValueCheck::member_of({"none", "flip", "crop", "crop+flip"}));
+  cli.option("--seed", c.seed, "Seed of the initial weights, shuffling, augmentation, dropout");
+  cli.option("--out", c.out_dir, "Output directory (metrics.csv, curves.svg, checkpoint)");
+  cli.option("--resume", c.resume,
+             "Continue from this checkpoint (same training flags required); the result is "
+             "bit-identical to an uninterrupted run");
+  cli.option("--stop-after", c.stop_after,
+             "Stop after this many epochs, as if interrupted (the schedule still spans "
+             "--epochs); continue with --resume",
+             examples::ValueCheck::non_negative());
+  cli.option("--limit-train", c.limit_train, "Use only the first N training images (0 = all)",
+             examples::ValueCheck::non_negative());
+  cli.option("--limit-test", c.limit_test, "Use only the first N test images (0 = all)",
+             examples::ValueCheck::non_negative());
+  cli.option("--threads", c.threads,
+             "Worker threads (0 = all hardware threads; with --distributed, per rank: the "
+             "host's threads divided among its ranks)",
+             examples::ValueCheck::non_negative());
+  cli.flag("--distributed", c.distributed,
+           "Data-parallel training over the processes of an MPI job (start with mpirun); "
+           "--batch-size is the global batch, split evenly across ranks");
+  cli.flag("--sync-batchnorm", c.sync_batchnorm,
+           "With --distributed: BatchNorm statistics over the global batch (all-reduced) "
+           "instead of each rank's share");
+  cli.option("--dist-timeout", c.dist_timeout,
+             "Seconds a rank waits for the others in a collective before aborting the job",
+             examples::ValueCheck::positive());
+  cli.flag("--quiet", c.quiet, "No progress bar");
+  cli.flag("--check-loss-decreases", c.check_loss_decreases,
+           "Exit with 1 unless the mean loss of the last batches is below that of the first");
+  cli.option("--compare", compare, "Compare the tensors of two checkpoints bitwise and exit", 2);
+  cli.option("--profile", profile_batches,
+             "Time N training steps by phase and each layer's forward/backward, then exit",
+             examples::ValueCheck::positive());
+  if (auto status = cli.parse(argc, argv)) return *status;
 
   std::shared_ptr<distributed::ProcessGroup> group;
   try {

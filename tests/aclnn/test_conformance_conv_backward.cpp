@@ -138,12 +138,60 @@ TEST(ConformanceConvBackward, EightBitFloatsOnlyOn95TransposedGradInput) {
   }
 }
 
-// The one documented acceptance this library does not honour (no 8-bit kernels): refused with a
-// message saying so; listed as not implemented in CONFORMANCE.md.
-TEST(ConformanceConvBackward, EightBitTransposedGradInputOn95IsNotImplemented) {
-  BwdCall t = BwdTransposed2d();
-  t.SetDtype(ACL_HIFLOAT8);
-  ExpectRejectedOn({k95}, t, kInvalid, kBwd, {"not implemented", "Ascend910_95"});
+// Row 12: the 8-bit case 95 accepts (transposed, outputMask[0]) in 1d, 2d and 3d, whatever
+// gradWeight/gradBias's mask bits and cubeMathType, with gradOutput, input and weight of one 8-bit
+// dtype (no promotion covers 8-bit) and the outputs of their sources' dtypes (rows 7-9).
+// FLOAT8_E5M2 is not among the documented dtypes. Computing them: test_conv_float8.cpp.
+TEST(ConformanceConvBackward, EightBitTransposedGradInputAcceptedOn95) {
+  for (aclDataType dt : {ACL_HIFLOAT8, ACL_FLOAT8_E4M3FN}) {
+    SCOPED_TRACE(static_cast<int>(dt));
+    BwdCall t = BwdTransposed2d();
+    t.SetDtype(dt);
+    for (std::vector<bool> mask :
+         {std::vector<bool>{true, false, false}, std::vector<bool>{true, true, false},
+          std::vector<bool>{true, false, true}, std::vector<bool>{true, true, true}}) {
+      t.mask = mask;
+      for (int8_t cube : {0, 1, 2, 3}) {
+        t.cube = cube;
+        ExpectAcceptedOn({k95}, t);
+      }
+      ExpectRejectedOn(kNot95, t, kInvalid, kBwd, {"supported only on Ascend910_95"});
+    }
+    BwdCall t1 = t, t3 = t;  // transposed 1d: x [2, 4, 5], w [4, 3, 3] -> gy [2, 3, 7]
+    t1.x = t1.gx = {{2, 4, 5}, dt};
+    t1.w = t1.gw = {{4, 3, 3}, dt};
+    t1.gy = {{2, 3, 7}, dt};
+    t1.stride = t1.dilation = {1};
+    t1.padding = t1.op = {0};
+    t3.x = t3.gx = {{1, 4, 3, 3, 3}, dt};  // transposed 3d -> gy [1, 3, 4, 4, 4]
+    t3.w = t3.gw = {{4, 3, 2, 2, 2}, dt};
+    t3.gy = {{1, 3, 4, 4, 4}, dt};
+    t3.stride = t3.dilation = {1, 1, 1};
+    t3.padding = t3.op = {0, 0, 0};
+    ExpectAcceptedOn({k95}, t1);
+    ExpectAcceptedOn({k95}, t3);
+    BwdCall mixed = t;
+    mixed.gy.dt = ACL_FLOAT;
+    mixed.gb.dt = ACL_FLOAT;
+    ExpectRejectedOn({k95}, mixed, kInvalid, kBwd,
+                     {"gradOutput, input and weight have dtypes FLOAT, ",
+                      "an 8-bit dtype does not promote with another one"});
+    mixed = t;
+    mixed.w.dt = mixed.gw.dt = dt == ACL_HIFLOAT8 ? ACL_FLOAT8_E4M3FN : ACL_HIFLOAT8;
+    ExpectRejectedOn({k95}, mixed, kInvalid, kBwd, {"all three must have the same dtype"});
+    mixed = t;
+    mixed.gx.dt = ACL_FLOAT;
+    ExpectRejectedOn(
+        {k95}, mixed, kInvalid, kBwd,
+        {"gradInput has dtype FLOAT but input has ", "gradInput must have the dtype of input"});
+    mixed = t;
+    mixed.gw.dt = ACL_FLOAT;
+    ExpectRejectedOn({k95}, mixed, kInvalid, kBwd, {"gradWeight has dtype FLOAT but weight has "});
+  }
+  BwdCall e5m2 = BwdTransposed2d();
+  e5m2.SetDtype(ACL_FLOAT8_E5M2);
+  ExpectRejectedOn(kAllSocs, e5m2, kInvalid, kBwd,
+                   {"gradOutput has dtype FLOAT8_E5M2", "does not support here"});
 }
 
 TEST(ConformanceConvBackward, DoubleIsACpuExtensionOffByDefault) {

@@ -57,6 +57,12 @@ void write_value(uint8_t* p, int32_t dtype, double v) {
       std::memcpy(p, &h, 2);
       break;
     }
+    case ACL_FLOAT8_E4M3FN:
+      *p = acltest::EncodeE4M3FN(v);
+      break;
+    case ACL_HIFLOAT8:
+      *p = acltest::EncodeHiF8(v);
+      break;
   }
 }
 
@@ -77,6 +83,10 @@ double read_value(const uint8_t* p, int32_t dtype) {
       std::memcpy(&h, p, 2);
       return acltest::DecodeF16(h);
     }
+    case ACL_FLOAT8_E4M3FN:
+      return acltest::DecodeE4M3FN(*p);
+    case ACL_HIFLOAT8:
+      return acltest::DecodeHiF8(*p);
     default: {
       uint16_t h;
       std::memcpy(&h, p, 2);
@@ -124,7 +134,8 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
 }
 
 size_t float_dtype_size(int32_t dtype) {
-  for (aclDataType d : {ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_DOUBLE})
+  for (aclDataType d :
+       {ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_DOUBLE, ACL_HIFLOAT8, ACL_FLOAT8_E4M3FN})
     if (dtype == d) return acltest::DtypeBytes(d);
   return 0;
 }

@@ -61,13 +61,15 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims);
 TensorSpec make_spec(std::string role, std::vector<int64_t> dims, int32_t dtype, int32_t format,
                      int layout, bool is_output);
 
-// Element size of a dtype the kernels know (2, 4 or 8); 0 for every other integer.
+// Element size of a dtype the kernels know (1 for HIFLOAT8 / FLOAT8_E4M3FN, 2, 4 or 8); 0 for
+// every other integer.
 size_t float_dtype_size(int32_t dtype);
 bool is_float_dtype(int32_t dtype);
 
 // Allocates every spec's buffer (shared by aliases), fills inputs with multiples of 1/8 in
-// [-2, 2] (exact in every float dtype, so sums are exact too) and outputs with a sentinel byte,
-// then creates the aclTensors. Storages too large to hold get a null data pointer.
+// [-2, 2] (exact in every float dtype, the 8-bit ones included, so sums are exact too) and outputs
+// with a sentinel byte, then creates the aclTensors. Storages too large to hold get a null data
+// pointer.
 void materialize(std::vector<TensorSpec>& specs, uint64_t seed);
 void destroy(std::vector<TensorSpec>& specs);
 

@@ -191,6 +191,18 @@ aclTensor* handle(const Problem& p, const char* role) {
   return t ? t->handle : nullptr;
 }
 
+// Ascend910_95's 8-bit case (CONFORMANCE.md row 12): the tensors still of the drawn float dtype
+// become HIFLOAT8 or FLOAT8_E4M3FN and the profile 95, so the call is accepted unless a defect
+// breaks it (a masked gradInput, a regular convolution, a dtype defect: refused as documented).
+void make_8bit(FuzzBytes& in, Problem& p) {
+  static const int32_t k8bit[] = {ACL_HIFLOAT8, ACL_FLOAT8_E4M3FN};
+  const int32_t drawn = p.find("input") ? p.find("input")->dtype : ACL_FLOAT;
+  const int32_t dt = in.one_of(k8bit);
+  for (TensorSpec& t : p.tensors)
+    if (t.dtype == drawn) t.dtype = dt;
+  p.soc = "Ascend910_95";
+}
+
 }  // namespace
 
 Problem draw_problem(FuzzBytes& in) {
@@ -204,6 +216,8 @@ Problem draw_problem(FuzzBytes& in) {
   if (in.chance(30)) p.soc = in.one_of(kSocs);
   const int defects = static_cast<int>(in.byte() % 4);
   for (int i = 0; i < defects; ++i) mutate_argument(in, p);
+  // Drawn last so that the earlier draws of existing corpus inputs stay what they were.
+  if (p.op == Op::kConvBackward && p.transposed && in.chance(48)) make_8bit(in, p);
   return p;
 }
 

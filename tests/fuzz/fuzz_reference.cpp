@@ -1,11 +1,14 @@
 // The fuzzer's oracle: rebuilds the geometry an accepted call describes (from the tensors'
 // shapes and the arguments) and computes its float64 naive result. Input values are multiples of
 // 1/8 in [-2, 2], exact in every dtype and under every cubeMathType rounding, so the only error
-// allowed is the accumulation and output rounding of the dtype.
+// allowed is the accumulation and output rounding of the dtype. For the 8-bit outputs the fp32
+// sums of these values are exact, so the output must be the reference rounded once to the
+// dtype, bit for bit (NaN / Inf included).
 #include <exception>
 #include <optional>
 
 #include "fuzz_problems.h"
+#include "support/acl_test_util.h"
 
 namespace aclfuzz {
 namespace {
@@ -18,7 +21,10 @@ double tolerance(int32_t dtype) {
       return 1e-5;
     case ACL_FLOAT16:
       return 1.0 / 1024;
-    default:  // BF16
+    case ACL_HIFLOAT8:
+    case ACL_FLOAT8_E4M3FN:
+      return 0;  // exact against the rounded reference (round_8bit_outputs)
+    default:     // BF16
       return 1.0 / 128;
   }
 }
@@ -166,9 +172,22 @@ std::vector<Expected> reference_unguarded(const Problem& p, const ReferenceInput
   return out;
 }
 
+// 8-bit outputs: the reference rounded to the output's dtype, compared exactly.
+void round_8bit_outputs(const Problem& p, std::vector<Expected>& out) {
+  for (Expected& e : out) {
+    const TensorSpec* t = p.find(e.role);
+    if (!t || (t->dtype != ACL_HIFLOAT8 && t->dtype != ACL_FLOAT8_E4M3FN)) continue;
+    for (double& v : e.result.value)
+      v = acltest::RoundToDtype(v, static_cast<aclDataType>(t->dtype));
+    e.rel_tol = 0;
+  }
+}
+
 std::vector<Expected> reference(const Problem& p, const ReferenceInputs& in) {
   try {
-    return reference_unguarded(p, in);
+    std::vector<Expected> out = reference_unguarded(p, in);
+    round_8bit_outputs(p, out);
+    return out;
   } catch (const std::exception&) {  // a geometry the naive code does not model: no oracle
     return written_outputs(p);
   }

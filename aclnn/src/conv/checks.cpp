@@ -201,6 +201,9 @@ Round check_cube_math(int8_t cube, aclDataType promoted, const SocProfile& soc,
             "cubeMathType = 2 (USE_FP16) is not supported for BFLOAT16 inputs on ", soc.name,
             "; use 0, 1 or 3");
       return Round::kNone;
+    case ACL_HIFLOAT8:
+    case ACL_FLOAT8_E4M3FN:
+      return Round::kNone;  // 95's table: every mode leaves "other dtypes" as they are
     default:
       break;
   }

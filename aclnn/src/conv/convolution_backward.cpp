@@ -11,7 +11,10 @@
 //     (and checked for a writable, non-overlapping layout).
 //   - biasSizes is [weight[0]] (regular) or [weight[1] * groups] (transposed).
 //   - gradBias must be 1-d ND; its value is the true sum of gradOutput even when input has C = 0.
-//   - HIFLOAT8 / FLOAT8_E4M3FN: rejected, with a message saying where the chip accepts them.
+//   - HIFLOAT8 / FLOAT8_E4M3FN: only on Ascend910_95 with transposed = true and outputMask[0] =
+//     true, and then gradOutput, input and weight share that dtype (no promotion covers 8-bit);
+//     decoded exactly to fp32, accumulated in fp32, every requested output encoded once
+//     (conv/float8.h). Rejected elsewhere, with a message saying where the chip accepts them.
 #include "aclnnop/aclnn_convolution_backward.h"
 
 #include <utility>
@@ -30,21 +33,32 @@ namespace {
 constexpr const char* kApi = "aclnnConvolutionBackward";
 
 // 8-bit floats: Ascend910_95 takes HIFLOAT8 / FLOAT8_E4M3FN only for a transposed convolution
-// with outputMask[0] = true (002 dtype constraint); the other SoCs never. The engine has no 8-bit
-// kernels, so even the case the chip accepts is refused, saying so.
-void check_not_8bit(const char* name, const aclTensor* t, bool transposed, bool want_in,
-                    const SocProfile& soc) {
+// with outputMask[0] = true (002 dtype constraint); the other SoCs never, FLOAT8_E5M2 nowhere.
+void check_8bit_allowed(const char* name, const aclTensor* t, bool transposed, bool want_in,
+                        const SocProfile& soc) {
   if (!is_8bit_float(t->dtype)) return;
-  const char* d = dtype_str(t->dtype);
   const bool chip_accepts = soc.is_910_95 && transposed && want_in && t->dtype != ACL_FLOAT8_E5M2;
-  check(chip_accepts, ACLNN_ERR_PARAM_INVALID, name, " has dtype ", d, " (",
+  check(chip_accepts, ACLNN_ERR_PARAM_INVALID, name, " has dtype ", dtype_str(t->dtype), " (",
         static_cast<int>(t->dtype), "), which ", soc.name,
         " does not support here; HIFLOAT8 and FLOAT8_E4M3FN are supported only on Ascend910_95, "
         "for transposed = true with outputMask[0] = true");
-  fail(ACLNN_ERR_PARAM_INVALID,
-       cat(name, " has dtype ", d, ", which ", soc.name,
-           " supports for a transposed convolution's gradInput, but this CPU implementation "
-           "cannot compute 8-bit floating point (not implemented)"));
+}
+
+// No promotion rule (互推导关系) covers the 8-bit dtypes, so an 8-bit input does not mix: then
+// gradOutput, input and weight all have that one dtype (the outputs follow by rows 7-9).
+void check_8bit_not_mixed(const aclTensor* gy, const aclTensor* x, const aclTensor* w) {
+  const bool any = is_8bit_float(gy->dtype) || is_8bit_float(x->dtype) || is_8bit_float(w->dtype);
+  if (!any) return;
+  check(gy->dtype == x->dtype && w->dtype == x->dtype, ACLNN_ERR_PARAM_INVALID,
+        "gradOutput, input and weight have dtypes ", dtype_str(gy->dtype), ", ",
+        dtype_str(x->dtype), " and ", dtype_str(w->dtype),
+        "; an 8-bit dtype does not promote with another one, so with HIFLOAT8 or FLOAT8_E4M3FN "
+        "all three must have the same dtype");
+}
+
+// check_dtype, where an allowed 8-bit dtype (check_8bit_allowed passed) is accepted too.
+void check_dtype_or_8bit(const char* name, const aclTensor* t, const SocProfile& soc) {
+  if (!is_8bit_float(t->dtype)) check_dtype(name, t, soc);
 }
 
 struct Outputs {
@@ -62,17 +76,18 @@ void check_dtypes(const aclTensor* gy, const aclTensor* x, const aclTensor* w, c
                          {"gradInput", o.in},
                          {"gradWeight", o.w},
                          {"gradBias", o.bias}}) {
-    if (t != nullptr) check_not_8bit(name, t, transposed, o.want_in, soc);
+    if (t != nullptr) check_8bit_allowed(name, t, transposed, o.want_in, soc);
   }
-  check_dtype("gradOutput", gy, soc);
-  check_dtype("input", x, soc);
-  check_dtype("weight", w, soc);
-  check_dtype("gradInput", o.in, soc);
+  check_dtype_or_8bit("gradOutput", gy, soc);
+  check_dtype_or_8bit("input", x, soc);
+  check_dtype_or_8bit("weight", w, soc);
+  check_8bit_not_mixed(gy, x, w);
+  check_dtype_or_8bit("gradInput", o.in, soc);
   check_same_dtype("gradInput", o.in, "input", x);
-  check_dtype("gradWeight", o.w, soc);
+  check_dtype_or_8bit("gradWeight", o.w, soc);
   check_same_dtype("gradWeight", o.w, "weight", w);
   if (o.bias != nullptr) {
-    check_dtype("gradBias", o.bias, soc);
+    check_dtype_or_8bit("gradBias", o.bias, soc);
     check_same_dtype("gradBias", o.bias, "gradOutput", gy);
   }
 }

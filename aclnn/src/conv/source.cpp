@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "conv/direct_grid.h"
+#include "conv/float8.h"
 #include "conv/half.h"
 #include "gemm/sgemm.h"
 
@@ -21,6 +22,13 @@ bool src_kind_of(aclDataType dtype, Round round, SrcKind* kind) {
     case ACL_BF16:
       *kind = round == Round::kFp16 ? SrcKind::kBF16Fp16 : SrcKind::kBF16;
       return true;
+    // fp16 and HF32 hold every 8-bit value exactly: no rounding mode changes them.
+    case ACL_FLOAT8_E4M3FN:
+      *kind = SrcKind::kE4M3FN;
+      return true;
+    case ACL_HIFLOAT8:
+      *kind = SrcKind::kHiF8;
+      return true;
     default:
       return false;
   }
@@ -28,6 +36,8 @@ bool src_kind_of(aclDataType dtype, Round round, SrcKind* kind) {
 
 float Source::value(int64_t i) const {
   const char* p = static_cast<const char*>(data);
+  if (kind == SrcKind::kE4M3FN) return kE4m3fnValues[static_cast<const uint8_t*>(data)[i]];
+  if (kind == SrcKind::kHiF8) return kHif8Values[static_cast<const uint8_t*>(data)[i]];
   if (elem_bytes() == 2) {
     uint16_t bits;
     std::memcpy(&bits, p + 2 * i, 2);
@@ -46,7 +56,7 @@ void Source::convert(int64_t n, int64_t stride, float* dst) const {
   if (n <= 0) return;
   if (stride == 1 && kind == SrcKind::kF32) {
     std::memcpy(dst, data, static_cast<size_t>(n) * sizeof(float));
-  } else if (stride == 1 && gemm::have_avx512()) {
+  } else if (stride == 1 && gemm::have_avx512() && elem_bytes() > 1) {
     direct_convert_avx512(kind, data, n, dst);
   } else {
     for (int64_t k = 0; k < n; ++k) dst[k] = value(k * stride);

@@ -1,6 +1,6 @@
 // An input of the direct kernels as it is stored: dense elements of one kind, converted to fp32
-// (and rounded, for cubeMathType emulation) while the kernels' bands are built, so fp16, bf16 and
-// rounded fp32 inputs need no separate conversion pass.
+// (and rounded, for cubeMathType emulation) while the kernels' bands are built, so fp16, bf16,
+// 8-bit and rounded fp32 inputs need no separate conversion pass.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,8 @@ enum class SrcKind : uint8_t {
   kF16,       // fp16 (every rounding mode leaves fp16 values unchanged)
   kBF16,      // bf16 (HF32 rounding leaves bf16 values unchanged)
   kBF16Fp16,  // bf16 rounded to fp16 (USE_FP16)
+  kE4M3FN,    // FLOAT8_E4M3FN (float8.h; every rounding mode leaves its values unchanged)
+  kHiF8,      // HIFLOAT8 (float8.h; likewise)
 };
 
 // The kind of a `dtype` input under operand rounding `round`; false when the kernels cannot read
@@ -29,6 +31,7 @@ struct Source {
   SrcKind kind = SrcKind::kF32;
 
   size_t elem_bytes() const {
+    if (kind == SrcKind::kE4M3FN || kind == SrcKind::kHiF8) return 1;
     return kind == SrcKind::kF16 || kind == SrcKind::kBF16 || kind == SrcKind::kBF16Fp16 ? 2 : 4;
   }
   // The source advanced by `elems` elements.

@@ -9,6 +9,7 @@
 
 #include "conv/geometry.h"
 #include "conv/direct_grid.h"
+#include "conv/float8.h"
 #include "conv/half.h"
 #include "conv/source.h"
 #include "gemm/sgemm.h"
@@ -24,6 +25,12 @@ struct F16 {
 };
 struct BF16 {
   uint16_t bits;
+};
+struct E4M3FN {  // FLOAT8_E4M3FN
+  uint8_t bits;
+};
+struct HiF8 {  // HIFLOAT8
+  uint8_t bits;
 };
 
 template <typename T>
@@ -42,15 +49,28 @@ template <typename T>
 T load(BF16 v) {
   return static_cast<T>(bf16_to_float(v.bits));
 }
+template <typename T>
+T load(E4M3FN v) {
+  return static_cast<T>(kE4m3fnValues[v.bits]);
+}
+template <typename T>
+T load(HiF8 v) {
+  return static_cast<T>(kHif8Values[v.bits]);
+}
 
-// Narrowing stores round to nearest even. (double -> fp16/bf16 goes through float, which can
-// double-round in the last bit; only the DOUBLE-compute + 16-bit-output mix reaches it.)
+// Narrowing stores round to nearest even (HIFLOAT8: nearest, ties away; float8.h). (double ->
+// fp16/bf16 goes through float, which can double-round in the last bit; only the DOUBLE-compute +
+// 16-bit-output mix reaches it. 8-bit outputs come only from float compute.)
 template <typename Dst, typename T>
 Dst store(T v) {
   if constexpr (std::is_same_v<Dst, F16>) {
     return F16{float_to_half(static_cast<float>(v))};
   } else if constexpr (std::is_same_v<Dst, BF16>) {
     return BF16{float_to_bf16(static_cast<float>(v))};
+  } else if constexpr (std::is_same_v<Dst, E4M3FN>) {
+    return E4M3FN{float_to_e4m3fn(static_cast<float>(v))};
+  } else if constexpr (std::is_same_v<Dst, HiF8>) {
+    return HiF8{float_to_hif8(static_cast<float>(v))};
   } else {
     return static_cast<Dst>(v);
   }
@@ -68,6 +88,10 @@ void dispatch(aclDataType dtype, Fn&& fn) {
       return fn(F16{});
     case ACL_BF16:
       return fn(BF16{});
+    case ACL_FLOAT8_E4M3FN:
+      return fn(E4M3FN{});
+    case ACL_HIFLOAT8:
+      return fn(HiF8{});
     default:
       throw std::logic_error("conv engine reached an unsupported dtype");
   }

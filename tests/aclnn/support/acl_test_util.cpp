@@ -175,7 +175,8 @@ aclFormat DefaultFormat(size_t rank) {
 
 namespace {
 // Quiet NaNs with a recognisable payload: an element an operator forgets to write cannot match a
-// reference value by accident, and a masked-out output is checked byte for byte.
+// reference value by accident, and a masked-out output is checked byte for byte. (8-bit: the
+// negative NaN of E4M3FN, the one NaN of HIFLOAT8; finite sums never give either.)
 void EncodeSentinel(aclDataType dtype, uint8_t* dst) {
   const uint16_t h = 0x7E5A, b = 0x7FDA;
   const uint32_t f = 0x7FC5A5A5u;
@@ -189,6 +190,12 @@ void EncodeSentinel(aclDataType dtype, uint8_t* dst) {
       break;
     case ACL_FLOAT:
       std::memcpy(dst, &f, 4);
+      break;
+    case ACL_FLOAT8_E4M3FN:
+      *dst = 0xFF;
+      break;
+    case ACL_HIFLOAT8:
+      *dst = 0x80;
       break;
     default:
       std::memcpy(dst, &d, 8);
@@ -256,6 +263,12 @@ void TestTensor::Encode(double v, uint8_t* dst) const {
       std::memcpy(dst, &f, 4);
       break;
     }
+    case ACL_FLOAT8_E4M3FN:
+      *dst = EncodeE4M3FN(v);
+      break;
+    case ACL_HIFLOAT8:
+      *dst = EncodeHiF8(v);
+      break;
     default:
       std::memcpy(dst, &v, 8);
       break;
@@ -279,6 +292,10 @@ double TestTensor::Decode(const uint8_t* src) const {
       std::memcpy(&f, src, 4);
       return f;
     }
+    case ACL_FLOAT8_E4M3FN:
+      return DecodeE4M3FN(*src);
+    case ACL_HIFLOAT8:
+      return DecodeHiF8(*src);
     default: {
       double d;
       std::memcpy(&d, src, 8);

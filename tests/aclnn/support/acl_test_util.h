@@ -34,14 +34,23 @@ double RoundToF16(double x);   // IEEE binary16
 double RoundToBF16(double x);  // bfloat16 (8-bit exponent, 7 mantissa bits)
 double RoundToF32(double x);
 double RoundToHF32(double x);  // fp32 with the low 12 mantissa bits dropped: 11 mantissa bits
-double RoundToDtype(double x, aclDataType dtype);  // FLOAT, FLOAT16, BF16, DOUBLE
+double RoundToDtype(double x, aclDataType dtype);  // FLOAT, FLOAT16, BF16, DOUBLE, 8-bit
 uint16_t EncodeF16(double x);
 double DecodeF16(uint16_t bits);
 uint16_t EncodeBF16(double x);
 double DecodeBF16(uint16_t bits);
+// The 8-bit floats of Ascend910_95, written from the format definitions (OCP FP8 E4M3; HiFloat8,
+// arXiv 2409.16626). The encoders pick the nearest of the 256 decoded codes: FLOAT8_E4M3FN ties
+// to the even code, |x| > 464 and +/-Inf give NaN (with x's sign), -0 stays -0; HIFLOAT8 ties
+// away from zero, |x| >= 40960 gives +/-Inf, a result of zero is the one zero 0x00. NaN gives
+// NaN (E4M3FN: S.1111.111 with x's sign; HIFLOAT8: 0x80).
+double DecodeE4M3FN(uint8_t bits);
+uint8_t EncodeE4M3FN(double x);
+double DecodeHiF8(uint8_t bits);
+uint8_t EncodeHiF8(double x);
 // Distance between adjacent values of `dtype` near |x| (for |x| = 0: the smallest normal's ulp).
 double UlpOf(double x, aclDataType dtype);
-size_t DtypeBytes(aclDataType dtype);  // 2, 4 or 8 for the four float dtypes
+size_t DtypeBytes(aclDataType dtype);  // 1, 2, 4 or 8 for the float dtypes (8-bit included)
 std::string DtypeName(aclDataType dtype);
 std::string ShapeStr(const std::vector<int64_t>& shape);
 int64_t Numel(const std::vector<int64_t>& shape);
