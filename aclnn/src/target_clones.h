@@ -1,5 +1,6 @@
-// ACLNN_CLONES_AVX512 compiles a function twice (AVX-512 and baseline x86-64) and picks one at load
-// time through an ifunc, so the library runs on any x86-64 CPU. ThreadSanitizer instruments the
+// ACLNN_CLONES_SIMD compiles a function three times (AVX-512, AVX2 and baseline x86-64) and picks
+// one at load time through an ifunc, by the CPU alone (ACLNN_CPU_MAX_ISA does not reach it), so
+// the library runs on any x86-64 CPU. ThreadSanitizer instruments the
 // ifunc's resolver, which runs during relocation before TSan's runtime is up, and the process dies
 // at start; TSan builds therefore compile the baseline only.
 #pragma once
@@ -13,7 +14,7 @@
 #endif
 
 #ifdef ACLNN_TSAN_BUILD
-#define ACLNN_CLONES_AVX512
+#define ACLNN_CLONES_SIMD
 #else
-#define ACLNN_CLONES_AVX512 __attribute__((target_clones("avx512f", "default")))
+#define ACLNN_CLONES_SIMD __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif

@@ -62,8 +62,8 @@ void run(const Problem& p, const Blocking& b, const Operands<T>& o) {
       if constexpr (std::is_same_v<T, float>) {
         if (packed_w) {  // the whole group's w^T, packed above (nc == Cig)
           const gemm::Mat bm{dyg + j0, S_out, 1};
-          gemm::sgemm_avx512_packed(rows, j1 - j0, Cog, o.shared + grp * wpack_g, nullptr, &bm,
-                                    nullptr, false, col, j1 - j0, pk);
+          gemm::sgemm_packed(rows, j1 - j0, Cog, o.shared + grp * wpack_g, nullptr, &bm, nullptr,
+                             false, col, j1 - j0, pk);
           col2im(g, col, nc, j0, j1, dxg);
           continue;
         }

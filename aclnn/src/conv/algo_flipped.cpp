@@ -87,7 +87,7 @@ const Algorithm kFlipGridGemmData{"flip_grid_gemm",
                                   run<kGridGemmForward, double>,
                                   /*run_bf16=*/nullptr,
                                   /*reads_sources=*/false,
-                                  /*needs_avx512=*/true};
+                                  /*needs_isa=*/gemm::Isa::kAvx2};
 const Algorithm kFlipImplicitGemmData{"flip_implicit_gemm",
                                       Primitive::kBackwardData,
                                       plan<kImplicitGemmForward, true>,
@@ -95,7 +95,7 @@ const Algorithm kFlipImplicitGemmData{"flip_implicit_gemm",
                                       run<kImplicitGemmForward, double>,
                                       /*run_bf16=*/nullptr,
                                       /*reads_sources=*/false,
-                                      /*needs_avx512=*/true};
+                                      /*needs_isa=*/gemm::Isa::kAvx2};
 const Algorithm kFlipIm2colGemmData{"flip_im2col_gemm", Primitive::kBackwardData,
                                     plan<kIm2colGemmForward, true>, run<kIm2colGemmForward, float>,
                                     run<kIm2colGemmForward, double>};

@@ -1,6 +1,6 @@
 // grid_direct: fp32 convolutions computed directly on a tap grid (tap_grid.h: any stride through
 // phase planes, dilation, padding, 1d/2d/3d) by the register-tiled kernels of direct_grid.h
-// (AVX-512): no im2col, no GEMM packing.
+// (AVX-512 or AVX2 + FMA; the bf16 dot form AVX512_BF16): no im2col, no GEMM packing.
 //
 //   forward          task (sample, group, block of grid rows): the band of x it reads (all phase
 //                    planes, zero-padded) in its scratch; block [Cog, rows*Wp] = the direct
@@ -70,8 +70,8 @@ void run_pass(const Pass<Source>& ps, float* shared, const Problem& p, const Blo
     // Narrow rows one vector each where that wastes less than the grid's extra columns.
     const int64_t row = tg.out[2], Wp = tg.Wp();
     const bool by_rows = row <= 16 && Wp > 16;
-    direct_grid_forward_avx512(ps.m, cols, ps.C, T, off, band, tg.phases() * plane,
-                               packed + grp * pk_g, block, cols, ps.cchunk, by_rows ? row : 0, Wp);
+    direct_grid_forward(ps.m, cols, ps.C, T, off, band, tg.phases() * plane, packed + grp * pk_g,
+                        block, cols, ps.cchunk, by_rows ? row : 0, Wp);
     scatter_block(tg, block, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
                   ps.dst_cstride);
   });
@@ -140,6 +140,11 @@ Fit plan_weight(const Problem& p) {
   // Fewer than 8 input channels make narrow tiles, each dy load feeding few FMAs (first7x7's 3:
   // 76 vs 63 ms for implicit_gemm).
   prefer_not(f, g.cin_g() < 8, "fewer than 8 input channels per group");
+  // AVX2's tiles are 32 output channels x 3 input channels: above 64 output channels the GEMM
+  // lowerings measured faster (Zen 3, 1 thread, 3 runs: c1d_audio's 128 140-176 vs 126-148 ms,
+  // stride2's 256 62-90 vs 50-65 ms; at 64, mnist2 17 vs 20 ms and c3d 294-306 vs 308-326).
+  prefer_not(f, !p.avx512() && g.cout_g() > 64,
+             "AVX2 and more than 64 output channels per group: the GEMM lowering is faster");
   // Whole groups' channels per task where they fit a few tiles (the kernel's tiles are 12 wide,
   // narrower ones waste loads); threads then split the batch.
   plan_weight_split(p, 4, std::min<int64_t>(g.cin_g(), kWeightChannels), f.b);
@@ -161,12 +166,12 @@ void dy_channels_last(const TapGrid& tg, const Source& dy, int64_t S_out, int64_
     const int64_t valid = o1 < tg.out[1] ? n : 0;  // rows between 3d planes are all padding
     const Source row = dy.at((o0 * tg.out[1] + o1) * n);
     if (valid > 0 && dy.kind == SrcKind::kF32) {
-      direct_transpose_avx512(static_cast<const float*>(row.data), S_out, Cog, n, dst, m16, m16);
+      direct_transpose(static_cast<const float*>(row.data), S_out, Cog, n, dst, m16, m16);
     } else if (valid > 0) {  // other dtypes: 16 channels converted into `stage`, then transposed
       for (int64_t o = 0; o < m16; o += 16) {
         const int64_t cnt = std::clamp<int64_t>(Cog - o, 0, 16);
         for (int64_t k = 0; k < cnt; ++k) row.at((o + k) * S_out).convert(n, 1, stage + k * n);
-        direct_transpose_avx512(stage, n, cnt, n, dst + o, m16, 16);
+        direct_transpose(stage, n, cnt, n, dst + o, m16, 16);
       }
     }
     std::memset(dst + valid * m16, 0, static_cast<size_t>((Wp - valid) * m16) * sizeof(float));
@@ -183,8 +188,8 @@ void band_channels_last(const TapGrid& tg, const Source& x, int64_t S_in, int64_
       const int64_t cnt = std::min<int64_t>(16, nc - c);
       build_band_row(tg, x.at(c * S_in), S_in, cnt, r0 + i, row, P * Wp, Wp);
       for (int64_t ph = 0; ph < P; ++ph)
-        direct_transpose_avx512(row + ph * Wp, P * Wp, cnt, Wp,
-                                band_t + (ph * plane + i * Wp) * cb16 + c, cb16, 16);
+        direct_transpose(row + ph * Wp, P * Wp, cnt, Wp, band_t + (ph * plane + i * Wp) * cb16 + c,
+                         cb16, 16);
     }
 }
 
@@ -240,8 +245,8 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             band_channels_last(tg, o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in), S_in, nc, r0,
                                r1, plane, cb16, row, band_t);
             weight_runs(tg, r0, r1, [&](int64_t j0, int64_t rows, int64_t L) {
-              direct_grid_weight_avx512(m16, nc, T, off, band_t + j0 * cb16, cb16, dy_t + j0 * m16,
-                                        m16, rows, L, tg.Wp(), dwt);
+              direct_grid_weight(m16, nc, T, off, band_t + j0 * cb16, cb16, dy_t + j0 * m16, m16,
+                                 rows, L, tg.Wp(), dwt);
             });
           }
         }
@@ -277,7 +282,7 @@ const Algorithm kGridDirectForward{"grid_direct",
                                    nullptr,
                                    grid_direct::forward_bf16,
                                    /*reads_sources=*/true,
-                                   /*needs_avx512=*/true};
+                                   /*needs_isa=*/gemm::Isa::kAvx2};
 const Algorithm kGridDirectData{"grid_direct",
                                 Primitive::kBackwardData,
                                 plan_data,
@@ -285,7 +290,7 @@ const Algorithm kGridDirectData{"grid_direct",
                                 nullptr,
                                 grid_direct::backward_data_bf16,
                                 /*reads_sources=*/true,
-                                /*needs_avx512=*/true};
+                                /*needs_isa=*/gemm::Isa::kAvx2};
 const Algorithm kGridDirectWeight{"grid_direct",
                                   Primitive::kBackwardWeight,
                                   plan_weight,
@@ -293,6 +298,6 @@ const Algorithm kGridDirectWeight{"grid_direct",
                                   nullptr,
                                   grid_direct::backward_weight_bf16,
                                   /*reads_sources=*/true,
-                                  /*needs_avx512=*/true};
+                                  /*needs_isa=*/gemm::Isa::kAvx2};
 
 }  // namespace aclnn_cpu::conv

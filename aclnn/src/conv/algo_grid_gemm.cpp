@@ -1,8 +1,8 @@
 // grid_gemm: the fp32 GEMM lowering of unit-stride convolutions on the padded grid
-// (padded_grid.h; AVX-512 GEMM only). Each task copies the band of input rows its output rows
-// reach into zero-padded rows of its scratch, and every im2col row becomes one contiguous run of
-// the band, so a panel row is three vector copies (GridPanels) or, for the weight gradient, 16 runs
-// per 16 x 16 transpose (GridPanelsT):
+// (padded_grid.h; our packed GEMM, AVX2 or AVX-512, only). Each task copies the band of input rows
+// its output rows reach into zero-padded rows of its scratch, and every im2col row becomes one
+// contiguous run of the band, so a panel row is three vector copies (GridPanels) or, for the weight
+// gradient, 16 runs per 16 x 16 transpose (GridPanelsT):
 //
 //   forward          block (Cog x rows*Wp) = w[g] * grid_col(band);  y rows = the block's valid
 //                    columns (the grid's Wp - oW extra columns per row are computed and dropped)
@@ -27,8 +27,8 @@ constexpr double kMaxGridWaste = 0.25;
 Fit common(const Problem& p) {
   Fit f;
   const ConvGeometry& g = p.g;
-  if (p.fp64 || !p.avx512) {
-    f.reason = "needs fp32 and AVX-512";
+  if (p.fp64 || !p.packed_gemm()) {
+    f.reason = "needs fp32 and AVX2 or AVX-512";
   } else if (!unit_stride(g)) {
     f.reason = "needs unit stride";
   } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0) {
@@ -91,8 +91,8 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
     const PaddedGrid bp =
         pad_band(g, pg, o.x + (n * g.C_in + grp * Cig) * S_in, Cig, r0, r1 - r0, band);
     const GridPanels panels(GridSource{g, bp, band, 0});
-    gemm::sgemm_avx512_packed(Cog, cols, rows, o.shared + grp * wpack_g, nullptr, nullptr, &panels,
-                              false, block, cols, pack_scratch(p, b, o));
+    gemm::sgemm_packed(Cog, cols, rows, o.shared + grp * wpack_g, nullptr, nullptr, &panels, false,
+                       block, cols, pack_scratch(p, b, o));
     grid_to_output(g, pg, block, Cog, r0, r1, o.out + (n * g.C_out + grp * Cog) * S_out);
   });
 }
@@ -115,8 +115,8 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
                                            r0, r1 - r0, band);
             const gemm::Mat a{dy_grid, cols, 1};
             const GridPanelsT panels(GridSource{g, bp, band, 0});
-            gemm::sgemm_avx512_packed(Cog, nc * K, cols, nullptr, &a, nullptr, &panels, true, dst,
-                                      rows, pk);
+            gemm::sgemm_packed(Cog, nc * K, cols, nullptr, &a, nullptr, &panels, true, dst, rows,
+                               pk);
           }
         }
       });
@@ -131,7 +131,7 @@ const Algorithm kGridGemmForward{"grid_gemm",
                                  /*run_f64=*/nullptr,
                                  /*run_bf16=*/nullptr,
                                  /*reads_sources=*/false,
-                                 /*needs_avx512=*/true};
+                                 /*needs_isa=*/gemm::Isa::kAvx2};
 const Algorithm kGridGemmWeight{"grid_gemm",
                                 Primitive::kBackwardWeight,
                                 plan_weight,
@@ -139,6 +139,6 @@ const Algorithm kGridGemmWeight{"grid_gemm",
                                 /*run_f64=*/nullptr,
                                 /*run_bf16=*/nullptr,
                                 /*reads_sources=*/false,
-                                /*needs_avx512=*/true};
+                                /*needs_isa=*/gemm::Isa::kAvx2};
 
 }  // namespace aclnn_cpu::conv

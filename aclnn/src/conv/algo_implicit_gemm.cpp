@@ -1,4 +1,5 @@
-// implicit_gemm: the fp32 GEMM lowering with the column matrix never stored (AVX-512 GEMM only):
+// implicit_gemm: the fp32 GEMM lowering with the column matrix never stored (our packed GEMM,
+// AVX2 or AVX-512, only):
 // its B panels are gathered straight from the input by im2col.h's row walker
 // (im2col_panels.h), and the forward's weights are packed once per call into the shared scratch.
 //
@@ -21,8 +22,8 @@ constexpr double kOwnGemmMinMacs = double(1 << 22);
 
 Fit common(const Problem& p) {
   Fit f;
-  if (p.fp64 || !p.avx512) {
-    f.reason = "needs fp32 and AVX-512";
+  if (p.fp64 || !p.packed_gemm()) {
+    f.reason = "needs fp32 and AVX2 or AVX-512";
     return f;
   }
   f.applies = true;
@@ -64,9 +65,9 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
     const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
     const int64_t j0 = chunk * b.cols, j1 = std::min(S_out, j0 + b.cols);
     const Im2colPanels panels(g, o.x + (n * g.C_in + grp * Cig) * S_in, j0);
-    gemm::sgemm_avx512_packed(Cog, j1 - j0, rows, o.shared + grp * wpack_g, nullptr, nullptr,
-                              &panels, false, o.out + (n * g.C_out + grp * Cog) * S_out + j0, S_out,
-                              pack_scratch(p, b, o));
+    gemm::sgemm_packed(Cog, j1 - j0, rows, o.shared + grp * wpack_g, nullptr, nullptr, &panels,
+                       false, o.out + (n * g.C_out + grp * Cog) * S_out + j0, S_out,
+                       pack_scratch(p, b, o));
   });
 }
 
@@ -81,8 +82,8 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         for (int64_t n = n0; n < n1; ++n) {  // dw block += dy[n, g] * col(x[n, g, c-block])^T
           const gemm::Mat a{o.y + (n * g.C_out + grp * Cog) * S_out, S_out, 1};
           const Im2colPanelsT panels(g, o.x + (n * g.C_in + grp * Cig + c0) * S_in, 0, tile);
-          gemm::sgemm_avx512_packed(Cog, nc * K, S_out, nullptr, &a, nullptr, &panels, true, dst,
-                                    rows, pk);
+          gemm::sgemm_packed(Cog, nc * K, S_out, nullptr, &a, nullptr, &panels, true, dst, rows,
+                             pk);
         }
       });
 }
@@ -90,12 +91,12 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
 }  // namespace
 
 const Algorithm kImplicitGemmForward{
-    "implicit_gemm",         Primitive::kForward,  plan_forward, forward,
+    "implicit_gemm",         Primitive::kForward,           plan_forward, forward,
     /*run_f64=*/nullptr,     /*run_bf16=*/nullptr,
-    /*reads_sources=*/false, /*needs_avx512=*/true};
+    /*reads_sources=*/false, /*needs_isa=*/gemm::Isa::kAvx2};
 const Algorithm kImplicitGemmWeight{
-    "implicit_gemm",         Primitive::kBackwardWeight, plan_weight,
-    backward_weight,         /*run_f64=*/nullptr,        /*run_bf16=*/nullptr,
-    /*reads_sources=*/false, /*needs_avx512=*/true};
+    "implicit_gemm",         Primitive::kBackwardWeight,    plan_weight,
+    backward_weight,         /*run_f64=*/nullptr,           /*run_bf16=*/nullptr,
+    /*reads_sources=*/false, /*needs_isa=*/gemm::Isa::kAvx2};
 
 }  // namespace aclnn_cpu::conv

@@ -27,6 +27,7 @@
 
 #include "conv/geometry.h"
 #include "conv/source.h"
+#include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
 
@@ -36,10 +37,10 @@ const char* primitive_name(Primitive p);
 
 // What an algorithm is asked to compute.
 struct Problem {
-  ConvGeometry g;       // the regular geometry (backward_data: the conv whose dx it is)
-  bool fp64 = false;    // compute in double (else float)
-  int slots = 1;        // threads of the executor's arena = scratch slots
-  bool avx512 = false;  // our AVX-512 kernels may run (gemm::have_avx512())
+  ConvGeometry g;     // the regular geometry (backward_data: the conv whose dx it is)
+  bool fp64 = false;  // compute in double (else float)
+  int slots = 1;      // threads of the executor's arena = scratch slots
+  gemm::Isa isa = gemm::Isa::kNone;  // the widest of our kernels that may run (gemm::isa())
   bool forced = false;  // chosen by ACLNN_CPU_CONV_ALGO: cost rules and size thresholds lifted
   bool bf16 = false;    // the inputs are bf16 and may be read as such (run_bf16)
 
@@ -47,8 +48,12 @@ struct Problem {
   double macs() const {
     return static_cast<double>(g.N) * g.C_out * g.out_size() * g.cin_g() * g.k_size();
   }
+  // Our AVX-512 kernels may run (the direct ones need it).
+  bool avx512() const { return isa >= gemm::Isa::kAvx512; }
+  // Our packed fp32 GEMM may run (AVX2 + FMA or AVX-512).
+  bool packed_gemm() const { return isa >= gemm::Isa::kAvx2; }
   // Our packed fp32 GEMM (its packing scratch pays off above ~4M multiply-adds; forced: always).
-  bool own_gemm() const { return !fp64 && avx512 && (forced || macs() >= double(1 << 22)); }
+  bool own_gemm() const { return !fp64 && packed_gemm() && (forced || macs() >= double(1 << 22)); }
 };
 
 // How an algorithm splits one problem, decided in phase 1. The fields an algorithm does not use
@@ -103,8 +108,9 @@ struct Algorithm {
   // run_f32 reads Operands::xsrc/wsrc/ysrc (any float dtype, rounded as it reads them) instead of
   // fp32 copies: no separate conversion pass.
   bool reads_sources = false;
-  // Its kernels need AVX-512 (gemm::have_avx512()); its plan refuses problems without it.
-  bool needs_avx512 = false;
+  // The instruction set its kernels need (at least; gemm::isa()); its plan refuses problems
+  // whose Problem::isa is narrower.
+  gemm::Isa needs_isa = gemm::Isa::kNone;
 };
 
 // Every registered algorithm of `p`, in order of preference.

@@ -11,12 +11,12 @@
 namespace aclnn_cpu::conv {
 namespace {
 
-// The plane kernels are compiled twice (AVX-512 and baseline x86-64) and picked at load time by
-// an ifunc (GCC target_clones), so the library runs on any x86-64 CPU. Their inner loops run
-// along the output row (ow), which is contiguous in y/dy and, for stride 1, in x/dx too, so they
-// vectorize. Only plain C++ is used inside them (no library templates), so nothing compiled for
-// AVX-512 can leak into generic code.
-#define ACLNN_CLONES ACLNN_CLONES_AVX512
+// The plane kernels are compiled three times (AVX-512, AVX2 and baseline x86-64) and picked at
+// load time by an ifunc (GCC target_clones), so the library runs on any x86-64 CPU. Their inner
+// loops run along the output row (ow), which is contiguous in y/dy and, for stride 1, in x/dx too,
+// so they vectorize. Only plain C++ is used inside them (no library templates), so nothing compiled
+// for AVX-512 can leak into generic code.
+#define ACLNN_CLONES ACLNN_CLONES_SIMD
 
 using Tap = DepthwiseTap;
 
@@ -120,16 +120,25 @@ float tap_dot_any(const float* y, const float* x, const Tap& t) {
   return tap_dot(y, x, t);
 }
 
-// dx plane from its m dy planes with the register-accumulating AVX-512 kernel, where it applies
-// (true: dx written).
+// dx plane from its m dy planes with the register-accumulating AVX-512 or AVX2 kernel, where it
+// applies (true: dx written).
 bool data_plane_fast(const ConvGeometry& g, float* dx, const float* dy, const float* w, int64_t m) {
-  return gemm::have_avx512() && dw_plane_backward_data_avx512(g, dx, dy, g.out_size(), w, m);
+  if (gemm::have_avx512()) return dw_plane_backward_data_avx512(g, dx, dy, g.out_size(), w, m);
+  return gemm::isa() >= gemm::Isa::kAvx2 &&
+         dw_plane_backward_data_avx2(g, dx, dy, g.out_size(), w, m);
 }
 
-// total[q] += every tap's weight-gradient sum over one plane pair with the AVX-512 kernel that
-// shares dy loads between the taps of a kernel row, where it applies (true: added).
+// total[q] += every tap's weight-gradient sum over one plane pair with the AVX-512 or AVX2 kernel
+// that shares dy loads between the taps of a kernel row, where it applies (true: added).
 bool tap_sums_fast(const ConvGeometry& g, const float* dy, const float* x, double* total) {
-  return gemm::have_avx512() && dw_plane_tap_sums_avx512(g, dy, x, total);
+  if (gemm::have_avx512()) return dw_plane_tap_sums_avx512(g, dy, x, total);
+  return gemm::isa() >= gemm::Isa::kAvx2 && dw_plane_tap_sums_avx2(g, dy, x, total);
+}
+
+// y plane with the register-accumulating forward kernel, where it applies (true: y written).
+bool forward_plane_fast(const ConvGeometry& g, float* y, const float* x, const float* w) {
+  if (gemm::have_avx512()) return dw_plane_forward_avx512(g, y, x, w);
+  return gemm::isa() >= gemm::Isa::kAvx2 && dw_plane_forward_avx2(g, y, x, w);
 }
 
 template <typename Body>
@@ -150,7 +159,7 @@ void depthwise_forward(const ConvGeometry& g, const float* x, const float* w, fl
     const float* xc = x + (n * g.C_in + o / m) * S_in;
     const float* wo = w + o * K;
     float* yo = y + t * S_out;
-    if (gemm::have_avx512() && dw_plane_forward_avx512(g, yo, xc, wo)) return;
+    if (forward_plane_fast(g, yo, xc, wo)) return;
     for (int64_t i = 0; i < S_out; ++i) yo[i] = 0.0f;
     for_taps(g, [&](const Tap& tap) { tap_gather_any(yo, xc, wo[tap.q], tap); });
   });

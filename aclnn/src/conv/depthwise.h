@@ -42,6 +42,12 @@ bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const floa
 bool dw_plane_forward_avx512(const ConvGeometry& g, float* y, const float* x, const float* w);
 bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
                                    int64_t dy_stride, const float* w, int64_t m);
+// The same three plane kernels for AVX2 + FMA CPUs (depthwise_avx2.cpp; call only when
+// gemm::isa() is at least kAvx2), for the same shapes.
+bool dw_plane_tap_sums_avx2(const ConvGeometry& g, const float* dy, const float* x, double* total);
+bool dw_plane_forward_avx2(const ConvGeometry& g, float* y, const float* x, const float* w);
+bool dw_plane_backward_data_avx2(const ConvGeometry& g, float* dx, const float* dy,
+                                 int64_t dy_stride, const float* w, int64_t m);
 
 // Whether the direct kernels apply (every input channel is its own group's only channel).
 inline bool use_depthwise(const ConvGeometry& g) {

@@ -21,7 +21,9 @@
 // The data gradient of a unit-stride conv is the forward of dy with the flipped weights
 // (flipped_for_data), so it runs the forward kernel too.
 //
-// AVX-512 only (direct_grid_avx512.cpp): call after gemm::have_avx512().
+// fp32: AVX-512 (direct_grid_avx512.cpp) or AVX2 + FMA (direct_grid_avx2.cpp, with register
+// tiles of 4 output channels x 24 columns and 32 x 3 channels); the unsuffixed functions pick one
+// by gemm::isa() (call them only where it is at least kAvx2). bf16: AVX512_BF16 only.
 #pragma once
 
 #include <cstdint>
@@ -43,23 +45,39 @@ inline int64_t direct_packed_w_elems(int64_t m, int64_t C, int64_t T) {
 // `plane` is the channel stride of x; channels are taken c_chunk at a time. row_len > 0 (at
 // most 16): n is whole rows of `pitch` columns of which only the first row_len are computed, one
 // vector per row (narrow outputs: a 14-wide row costs 16 lanes, not the grid's 18 columns).
+void direct_grid_forward(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
+                         const float* x, int64_t plane, const float* packed, float* out,
+                         int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
 void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                                 const float* x, int64_t plane, const float* packed, float* out,
                                 int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
+void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
+                              const float* x, int64_t plane, const float* packed, float* out,
+                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
 
 // dwt[(t * C + c) * m16 + o] += sum_j xt[off[t] + j * ldx + c] * dyt[j * ldy + o] for o < m16
 // (a multiple of 16: dyt is zero past the real output channels), c < C, t < T, over the positions
 // j = r * pitch + k, r < rows, k < L (runs of output columns, the grid's extra columns skipped).
 // xt is the band in channels-last form (position-major, ldx >= C), dyt the output gradient
 // likewise (ldy >= m16); dyt and dwt are 64-byte aligned, ldy a multiple of 16.
+void direct_grid_weight(int64_t m16, int64_t C, int64_t T, const int64_t* off, const float* xt,
+                        int64_t ldx, const float* dyt, int64_t ldy, int64_t rows, int64_t L,
+                        int64_t pitch, float* dwt);
 void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                                const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
                                int64_t rows, int64_t L, int64_t pitch, float* dwt);
+void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off, const float* xt,
+                             int64_t ldx, const float* dyt, int64_t ldy, int64_t rows, int64_t L,
+                             int64_t pitch, float* dwt);
 
 // dst[c * ld_dst + r] = src[r * ld_src + c] for c < cols and r < width (a multiple of 16), zero
 // for r >= rows: rows of src become columns of dst. dst and ld_dst 64-byte aligned.
+void direct_transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                      int64_t ld_dst, int64_t width);
 void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
                              float* dst, int64_t ld_dst, int64_t width);
+void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                           int64_t ld_dst, int64_t width);
 
 // bf16 (AVX512_BF16, direct_grid_bf16_avx512.cpp; where bf16_dot_kernels()): the same
 // kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of
@@ -87,7 +105,8 @@ void direct_convert_avx512(SrcKind kind, const void* src, int64_t n, float* dst)
 // bit-exact with half.h's float_to_half / float_to_bf16.
 void direct_narrow_avx512(bool bf16, const float* src, int64_t n, uint16_t* dst);
 
-// even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n: the two phase planes of a stride-2 row.
+// even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n: the two phase planes of a stride-2 row
+// (AVX-512 only; elsewhere the phases are copied one by one).
 void direct_split2_avx512(const float* src, int64_t n, float* even, float* odd);
 
 }  // namespace aclnn_cpu::conv

@@ -176,9 +176,10 @@ void print_plan(const char* api, const Plan& p) {
     if (!need[i]) continue;
     const char* name = p.tbc ? "tbc_gemm" : p.choice[i]->algo->name;
     const std::string why = p.tbc ? "time-major 1-d fp32 views" : p.choice[i]->why;
-    std::fprintf(stderr, "aclnn_cpu_verbose,plan,%s,%s,%s,%s,threads=%d,workspace=%llu,%s\n", api,
-                 primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), p.problem.slots,
-                 static_cast<unsigned long long>(p.bytes), why.c_str());
+    std::fprintf(stderr, "aclnn_cpu_verbose,plan,%s,%s,%s,%s,threads=%d,workspace=%llu,isa=%s,%s\n",
+                 api, primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), p.problem.slots,
+                 static_cast<unsigned long long>(p.bytes), gemm::isa_name(p.problem.isa),
+                 why.c_str());
   }
 }
 
@@ -364,7 +365,7 @@ aclOpExecutor* make_executor(const char* api, ConvJob job, uint64_t* workspace_s
   plan->problem.g = plan->job.g;
   plan->problem.fp64 = plan->job.use_double;
   plan->problem.slots = threads.slots;
-  plan->problem.avx512 = gemm::have_avx512();
+  plan->problem.isa = gemm::isa();
   // bf16 inputs throughout: the bf16 kernels may read them as they are (HF32 rounding leaves bf16
   // values unchanged; fp16 rounding does not).
   const ConvJob& jb = plan->job;

@@ -50,8 +50,8 @@ inline int64_t channel_chunk(const TapGrid& tg, const ConvGeometry& g, int64_t c
 inline Fit applies(const Problem& p, double waste) {
   Fit f;
   const ConvGeometry& g = p.g;
-  if (p.fp64 || !p.avx512) {
-    f.reason = "needs fp32 and AVX-512";
+  if (p.fp64 || !p.packed_gemm()) {
+    f.reason = "needs fp32 and AVX2 or AVX-512";
   } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
     f.reason = "empty";
   } else if (forward_phases(g) > kMaxPhases || data_phase_count(g) > kMaxPhases) {

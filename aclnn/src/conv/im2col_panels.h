@@ -1,5 +1,5 @@
 // Implicit im2col: the column matrix of a convolution (im2col.h's layout: row r = c*K + tap,
-// column j = output position) handed to the AVX-512 GEMM panel by panel, gathered straight from
+// column j = output position) handed to the packed GEMM panel by panel, gathered straight from
 // the input into the packed format, so the column matrix is never stored. For a forward conv
 // that saves writing the im2col chunk and reading it back to pack it (about a third of the time
 // of a 3x3 layer's forward GEMM, measured on the benchmark cases).
@@ -20,6 +20,9 @@ class Im2colPanels final : public gemm::BPanels {
   Im2colPanels(const ConvGeometry& g, const float* x, int64_t col0) : g_(g), x_(x), col0_(col0) {}
 
   void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override;
+  // The ISA-specific bodies (im2col_panels_avx512.cpp, im2col_panels_avx2.cpp) pack() picks from.
+  void pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const;
+  void pack_avx2(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const;
 
  private:
   const ConvGeometry& g_;
@@ -28,8 +31,9 @@ class Im2colPanels final : public gemm::BPanels {
 };
 
 // The transposed column matrix, for the weight gradient dw = dy * col^T: B(k, r) = col[r][col0 + k]
-// (k = output position, r = (channel, tap) row). Rows are gathered 16 at a time into a small
-// tile (contiguous along k, as in the input) and turned into panel rows with 16 x 16 transposes.
+// (k = output position, r = (channel, tap) row). Rows are gathered 16 (AVX2: 8) at a time into a
+// small tile (contiguous along k, as in the input) and turned into panel rows with in-register
+// transposes.
 // `tile` is scratch of tile_elems() floats (64-byte aligned), private to the calling thread.
 class Im2colPanelsT final : public gemm::BPanels {
  public:
@@ -37,6 +41,9 @@ class Im2colPanelsT final : public gemm::BPanels {
       : g_(g), x_(x), col0_(col0), tile_(tile) {}
 
   void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override;
+  // The ISA-specific bodies (im2col_panels_avx512.cpp, im2col_panels_avx2.cpp) pack() picks from.
+  void pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const;
+  void pack_avx2(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const;
   static int64_t tile_elems();
 
  private:
@@ -62,6 +69,9 @@ class GridPanels final : public gemm::BPanels {
  public:
   explicit GridPanels(const GridSource& src) : src_(src) {}
   void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override;
+  // The ISA-specific bodies (im2col_panels_avx512.cpp, im2col_panels_avx2.cpp) pack() picks from.
+  void pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const;
+  void pack_avx2(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const;
 
  private:
   GridSource src_;
@@ -74,6 +84,9 @@ class GridPanelsT final : public gemm::BPanels {
  public:
   explicit GridPanelsT(const GridSource& src) : src_(src) {}
   void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override;
+  // The ISA-specific bodies (im2col_panels_avx512.cpp, im2col_panels_avx2.cpp) pack() picks from.
+  void pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const;
+  void pack_avx2(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const;
 
  private:
   GridSource src_;

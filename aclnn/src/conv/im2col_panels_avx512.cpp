@@ -1,6 +1,7 @@
-// Im2colPanels::pack, compiled for AVX-512 (only reached through the AVX-512 GEMM, which runs
-// after the runtime CPU check). Row r of the block decodes into (channel, kd, kh, kw) once and
-// advances incrementally; rows are gathered by im2col.h's run walker.
+// The panel sources of im2col_panels.h, compiled for AVX-512 (only reached through the AVX-512
+// GEMM, which runs after the runtime CPU check). Row r of the block decodes into (channel, kd,
+// kh, kw) once and advances incrementally (im2col_row.h); rows are gathered by im2col.h's run
+// walker.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,51 +24,22 @@
 // inlines them (its instantiations are unique to this file; geometry.h and <algorithm> are
 // already included above, outside the region).
 #include "conv/im2col.h"
+#include "conv/im2col_row.h"
 #include "gemm/avx512_util.h"
 
 namespace aclnn_cpu::conv {
 namespace {
 
 constexpr int64_t kNR = gemm::kPanelCols;
-constexpr int64_t kMaxPanels = 16;    // the GEMM's NC block is 10 panels
-constexpr int64_t kGatherSlack = 16;  // floats a gather may write past its count (zeros)
 
 // Lanes [lo, hi) of 16.
 inline __mmask16 lane_range(int64_t lo, int64_t hi) {
   return static_cast<__mmask16>(gemm::first_lanes(hi) & ~gemm::first_lanes(lo));
 }
 
-struct Pos {
-  int64_t od, oh, ow;
-};
-
-Pos position(const ConvGeometry& g, int64_t j) {
-  const int64_t oH = g.out[1], oW = g.out[2];
-  return Pos{j / (oH * oW), (j / oW) % oH, j % oW};
-}
-
-// One row r = c*K + tap of the column matrix, decoded, and able to advance to row r + 1.
-struct Row {
-  const ConvGeometry& g;
-  const float* x;  // channel 0
-  int64_t c, kd, kh, kw;
-
-  Row(const ConvGeometry& geo, const float* x0, int64_t r) : g(geo), x(x0) {
-    const int64_t K = g.k_size(), tap = r % K;
-    c = r / K;
-    kd = tap / (g.k[1] * g.k[2]);
-    kh = (tap / g.k[2]) % g.k[1];
-    kw = tap % g.k[2];
-  }
-  void next() {
-    if (++kw < g.k[2]) return;
-    kw = 0;
-    if (++kh < g.k[1]) return;
-    kh = 0;
-    if (++kd < g.k[0]) return;
-    kd = 0;
-    ++c;
-  }
+// A row cursor that gathers its row's entries.
+struct Row : RowCursor {
+  using RowCursor::RowCursor;
 
   // dst[0 .. count) = entries of this row for the columns starting at position `at`: runs
   // copied with masked loads (lanes outside the input masked off, which zero-fills the padding;
@@ -103,11 +75,9 @@ struct Row {
   }
 };
 
-constexpr int64_t kTileK = 256;  // the GEMM's K block (kc <= 256)
-
 }  // namespace
 
-void Im2colPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
+void Im2colPanels::pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
   // Each row is gathered once over all n columns into a line buffer, then dealt out to the
   // panels 48 columns at a time: one walk per row instead of one per (row, panel), so the walk's
   // per-call and per-run overhead is paid once per output row segment (measured: the gather was
@@ -130,17 +100,8 @@ void Im2colPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp
   }
 }
 
-namespace {
 
-// Offset in the grid (or band) of a column-matrix row, decoded as (channel, kernel tap).
-inline int64_t grid_row_offset(const ConvGeometry& g, const PaddedGrid& pg, const Row& row) {
-  return row.c * pg.plane + (row.kd * g.dil[0] * pg.Hp + row.kh * g.dil[1]) * pg.Wp +
-         row.kw * g.dil[2];
-}
-
-}  // namespace
-
-void GridPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
+void GridPanels::pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
   const int64_t panels = (n + kNR - 1) / kNR;
   const int64_t last = n - (panels - 1) * kNR;  // columns of the last panel (1 .. 48)
   const float* base = src_.xp + src_.col0 + j0;
@@ -159,7 +120,7 @@ void GridPanels::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) 
   }
 }
 
-void GridPanelsT::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
+void GridPanelsT::pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
   const float* base = src_.xp + src_.col0 + k0;
   for (int64_t p = 0; p * kNR < n; ++p) {
     float* panel = Bp + p * kc * kNR;
@@ -186,11 +147,7 @@ void GridPanelsT::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp)
   }
 }
 
-int64_t Im2colPanelsT::tile_elems() {
-  return 16 * kTileK + kGatherSlack;  // the last row's gather may spill
-}
-
-void Im2colPanelsT::pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
+void Im2colPanelsT::pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
   const Pos at = position(g_, col0_ + k0);
   const int64_t kc16 = kc / 16 * 16;
   Row row(g_, x_, j0);

@@ -152,8 +152,7 @@ ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index) {
 ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
   const auto all = aclnn_cpu::conv::all_algorithms();
   if (index < 0 || index > static_cast<int>(all.size())) return 0;
-  return index == static_cast<int>(all.size()) || !all[index]->needs_avx512 ||
-         aclnn_cpu::gemm::have_avx512();
+  return index == static_cast<int>(all.size()) || aclnn_cpu::gemm::isa() >= all[index]->needs_isa;
 }
 
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index) {

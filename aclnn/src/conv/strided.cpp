@@ -210,7 +210,7 @@ namespace {
 // sum of p[0..n) in double: 16 lanes (two zmm of doubles on AVX-512, picked at load time) added
 // element-wise, then the lanes in order. Deterministic for a given n, and ~16x faster than one
 // serial chain of double additions, which made gradBias a sizeable part of a whole backward.
-ACLNN_CLONES_AVX512 double sum_run_f32(const float* __restrict p, int64_t n) {
+ACLNN_CLONES_SIMD double sum_run_f32(const float* __restrict p, int64_t n) {
   double lanes[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -222,7 +222,7 @@ ACLNN_CLONES_AVX512 double sum_run_f32(const float* __restrict p, int64_t n) {
 }
 
 // acc[i] += p[i] for i < n (double accumulators, lane-wise: vectorizes without reassociation).
-ACLNN_CLONES_AVX512 void add_run_f32(double* __restrict acc, const float* __restrict p, int64_t n) {
+ACLNN_CLONES_SIMD void add_run_f32(double* __restrict acc, const float* __restrict p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[i]);
 }
 

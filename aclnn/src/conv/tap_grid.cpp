@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "conv/direct_grid.h"
+#include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -154,7 +155,7 @@ struct ConvertCopier {
   }
   // Stride 2, both phases in one pass (fp32 as is only); false: copy them one by one.
   bool split2(int64_t at, int64_t n, float* even, float* odd) const {
-    if (src.kind != SrcKind::kF32) return false;
+    if (src.kind != SrcKind::kF32 || !gemm::have_avx512()) return false;
     direct_split2_avx512(static_cast<const float*>(src.data) + at, n, even, odd);
     return true;
   }

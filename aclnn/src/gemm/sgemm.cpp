@@ -2,25 +2,85 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include <cblas.h>
 
 namespace aclnn_cpu::gemm {
 
-bool have_avx512() {
-  // ACLNN_CPU_NO_AVX512=1 forces the OpenBLAS path (to compare, or to test the fallback).
-  static const bool yes = [] {
-    const char* off = std::getenv("ACLNN_CPU_NO_AVX512");
-    if (off && off[0] == '1') return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return yes;
+namespace {
+
+Isa detect_isa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+  return Isa::kNone;
+}
+
+// The cap of ACLNN_CPU_MAX_ISA / ACLNN_CPU_NO_AVX512 (kAvx512 when unset or not understood).
+Isa isa_cap() {
+  const char* no512 = std::getenv("ACLNN_CPU_NO_AVX512");
+  const Isa by_no512 = no512 && no512[0] == '1' ? Isa::kAvx2 : Isa::kAvx512;
+  const char* max = std::getenv("ACLNN_CPU_MAX_ISA");
+  Isa by_max = Isa::kAvx512;
+  if (max && std::strcmp(max, "avx2") == 0) by_max = Isa::kAvx2;
+  if (max && std::strcmp(max, "none") == 0) by_max = Isa::kNone;
+  return std::min(by_no512, by_max);
+}
+
+}  // namespace
+
+Isa isa() {
+  static const Isa chosen = std::min(detect_isa(), isa_cap());
+  return chosen;
+}
+
+const char* isa_name(Isa i) {
+  switch (i) {
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kNone:
+      break;
+  }
+  return "none";
 }
 
 int64_t pack_elems() {
-  return have_avx512() ? sgemm_avx512_pack_elems() : 0;
+  switch (isa()) {
+    case Isa::kAvx512:
+      return avx512::pack_elems();
+    case Isa::kAvx2:
+      return avx2::pack_elems();
+    case Isa::kNone:
+      break;
+  }
+  return 0;
+}
+
+int64_t packed_a_elems(int64_t M, int64_t K) {
+  return (M + 7) / 8 * 8 * K;
+}
+
+void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
+  if (have_avx512()) return avx512::pack_a_once(M, K, A, packed);
+  if (have_packed_gemm()) return avx2::pack_a_once(M, K, A, packed);
+  throw std::logic_error("pack_a_once: no packed GEMM kernel on this CPU");
+}
+
+void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
+                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                  float* scratch) {
+  if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
+  if (have_avx512())
+    return avx512::sgemm_packed(M, N, K, packed_a, a_mat, b_mat, b_panels, accumulate, C, ldc,
+                                scratch);
+  if (have_packed_gemm())
+    return avx2::sgemm_packed(M, N, K, packed_a, a_mat, b_mat, b_panels, accumulate, C, ldc,
+                              scratch);
+  throw std::logic_error("sgemm_packed: no packed GEMM kernel on this CPU");
 }
 
 bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int64_t ldc) {
@@ -34,8 +94,8 @@ bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int
 void sgemm(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C, int64_t ldc,
            float* scratch) {
   if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
-  if (scratch && have_avx512()) {
-    sgemm_avx512(M, N, K, A, B, accumulate, C, ldc, scratch);
+  if (scratch && have_packed_gemm()) {
+    sgemm_packed(M, N, K, nullptr, &A, &B, nullptr, accumulate, C, ldc, scratch);
     return;
   }
   // OpenBLAS: a row-major operand has cs == 1 (NoTrans, ld = rs) or rs == 1 (Trans, ld = cs).

@@ -3,10 +3,12 @@
 //   C[M, N] = A[M, K] * B[K, N]   (+ C when `accumulate`)
 //
 // with A and B given as arbitrary strided views (element (r, c) at p[r * rs + c * cs]), so the
-// transposes of the conv primitives (w^T, col^T, dy^T) are views, not copies. On CPUs with
-// AVX-512F it runs our own packed kernel (sgemm_avx512.cpp), chosen once at runtime with
-// __builtin_cpu_supports; elsewhere it calls OpenBLAS (one unit stride per operand is required
-// there, which every caller satisfies).
+// transposes of the conv primitives (w^T, col^T, dy^T) are views, not copies. It runs our own
+// packed kernels, chosen once at runtime with __builtin_cpu_supports: 8 x 48 on AVX-512F
+// (sgemm_avx512.cpp), 4 x 24 sub-tiles of the same packed panels on AVX2 + FMA (sgemm_avx2.cpp);
+// on older CPUs it calls OpenBLAS (one unit stride per operand is required there, which every
+// caller satisfies). Both kernels read and write the same packed formats (Ap[k][8], Bp[k][48]),
+// so a BPanels source serves either.
 //
 // Why our own kernel: OpenBLAS picks its kernels at load time from OPENBLAS_CORETYPE, which this
 // machine's environment pins to Haswell (AVX2: about half the AVX-512 throughput); we cannot undo
@@ -37,13 +39,28 @@ class BPanels {
   ~BPanels() = default;
 };
 
-// Panel width and K blocking of the AVX-512 kernel (BPanels implementations write this format).
+// Panel width of the packed kernels (BPanels implementations write this format; kc <= 256).
 inline constexpr int64_t kPanelCols = 48;
+inline constexpr int64_t kMaxPanelDepth = 256;
 
-// Whether sgemm runs the AVX-512 kernel on this CPU (decided once).
-bool have_avx512();
+// The instruction sets our kernels are written for, in order. isa() is the best one this CPU
+// runs (decided once), capped by ACLNN_CPU_MAX_ISA=avx2 or =none (like oneDNN's
+// DNNL_MAX_CPU_ISA, to compare or to test the narrower paths on a wider CPU);
+// ACLNN_CPU_NO_AVX512=1 is the same as ACLNN_CPU_MAX_ISA=avx2.
+enum class Isa : int { kNone = 0, kAvx2 = 1, kAvx512 = 2 };
+Isa isa();
+const char* isa_name(Isa i);
 
-// Floats of packing scratch the AVX-512 kernel needs (0 when the CPU lacks AVX-512). sgemm with
+// Whether the AVX-512 kernels run (the GEMM's and the direct ones).
+inline bool have_avx512() {
+  return isa() >= Isa::kAvx512;
+}
+// Whether sgemm / sgemm_packed run our packed kernels (AVX2 + FMA or AVX-512).
+inline bool have_packed_gemm() {
+  return isa() >= Isa::kAvx2;
+}
+
+// Floats of packing scratch the packed kernel needs (0 when there is none: OpenBLAS). sgemm with
 // a null `scratch` always uses OpenBLAS.
 int64_t pack_elems();
 
@@ -53,21 +70,33 @@ void sgemm(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float
 // The empty cases (M or N <= 0: nothing; K <= 0: C = 0 unless accumulating); true when handled.
 bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int64_t ldc);
 
-// The AVX-512 implementation (only call when have_avx512()).
-void sgemm_avx512(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float* C,
-                  int64_t ldc, float* scratch);
-int64_t sgemm_avx512_pack_elems();
-
 // A operand packed once and reused by many GEMMs (a convolution's weights serve every sample):
-// packed_a_elems(M, K) floats, written by pack_a_once (AVX-512 only).
+// packed_a_elems(M, K) floats, written by pack_a_once (only when have_packed_gemm(); the layout
+// follows the K blocking of isa()'s kernel).
 int64_t packed_a_elems(int64_t M, int64_t K);
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
 
 // C[M, N] (+)= A * B with A either pre-packed by pack_a_once (`packed_a`) or a strided view
 // (`a_mat`), and B either a strided view (`b_mat`) or a panel source (`b_panels`); exactly one of
-// each pair non-null. AVX-512 only.
-void sgemm_avx512_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
-                         const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C,
-                         int64_t ldc, float* scratch);
+// each pair non-null. Only when have_packed_gemm(); `scratch` holds pack_elems() floats.
+void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
+                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                  float* scratch);
+
+// The implementations behind the dispatch above (call only when isa() allows them).
+namespace avx512 {
+int64_t pack_elems();
+void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
+void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
+                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                  float* scratch);
+}  // namespace avx512
+namespace avx2 {
+int64_t pack_elems();
+void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
+void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
+                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                  float* scratch);
+}  // namespace avx2
 
 }  // namespace aclnn_cpu::gemm

@@ -1,0 +1,220 @@
+// AVX2 + FMA versions of the register-accumulating depthwise plane kernels of
+// depthwise_avx512.cpp (depthwise.h), for CPUs without AVX-512: the same row-by-row sums with
+// 8-lane vectors, so rows of up to 64 columns take up to 8 ymm accumulators. Lanes outside the
+// input row (padding, the row's tail) are read with maskload, which reads nothing there and gives
+// zero; fully valid vectors use plain loads (twice the load throughput on Zen 3). Compiled for
+// AVX2 + FMA by the pragma below and only called after gemm::isa() says so; no library
+// templates inside.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "conv/depthwise.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+
+#include "gemm/avx2_util.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+constexpr int kMaxVectors = 8;  // 64 columns
+
+// The lanes of one vector of a shifted row: a maskload mask, and whether all 8 lanes are valid.
+struct Lanes {
+  __m256i mask;
+  bool full;
+};
+
+inline __m256 load(const Lanes& l, const float* p) {
+  return l.full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, l.mask);
+}
+
+// A unit-stride correlation of planes (see depthwise_avx512.cpp): out[i] = sum_j sum_q w_j[q] *
+// in_j[i + off + q * step] per spatial dim, terms outside `in` zero.
+struct Correlation {
+  int64_t out[3], in[3], k[3], off[3], step[3];
+};
+
+// Each output row (NV vectors) summed in registers over the m input planes and every tap, then
+// stored once.
+template <int NV>
+void correlate_rows(const Correlation& c, float* out, const float* in, int64_t in_stride,
+                    const float* w, int64_t m, const Lanes (*lanes)[kMaxVectors],
+                    const int64_t* offw) {
+  const int64_t K = c.k[0] * c.k[1] * c.k[2];
+  for (int64_t od = 0; od < c.out[0]; ++od)
+    for (int64_t oh = 0; oh < c.out[1]; ++oh) {
+      __m256 acc[NV];
+      for (int v = 0; v < NV; ++v) acc[v] = _mm256_setzero_ps();
+      for (int64_t j = 0; j < m; ++j) {
+        const float* inj = in + j * in_stride;
+        const float* wj = w + j * K;
+        for (int64_t kd = 0; kd < c.k[0]; ++kd) {
+          const int64_t id = od + c.off[0] + kd * c.step[0];
+          if (id < 0 || id >= c.in[0]) continue;
+          for (int64_t kh = 0; kh < c.k[1]; ++kh) {
+            const int64_t ih = oh + c.off[1] + kh * c.step[1];
+            if (ih < 0 || ih >= c.in[1]) continue;
+            const float* row = inj + (id * c.in[1] + ih) * c.in[2];
+            const float* wq = wj + (kd * c.k[1] + kh) * c.k[2];
+            for (int64_t kw = 0; kw < c.k[2]; ++kw) {
+              const __m256 a = _mm256_broadcast_ss(wq + kw);
+              const float* src = row + offw[kw];
+              for (int v = 0; v < NV; ++v)
+                acc[v] = _mm256_fmadd_ps(a, load(lanes[kw][v], src + 8 * v), acc[v]);
+            }
+          }
+        }
+      }
+      float* dst = out + (od * c.out[1] + oh) * c.out[2];
+      for (int v = 0; v < NV; ++v) {
+        if (c.out[2] - 8 * v >= 8) {
+          _mm256_storeu_ps(dst + 8 * v, acc[v]);
+        } else {
+          _mm256_maskstore_ps(dst + 8 * v, gemm::first_lanes8(c.out[2] - 8 * v), acc[v]);
+        }
+      }
+    }
+}
+
+// The lanes of a shifted row read for each of `taps` kernel columns: output column 8v + l
+// (< cols) reads input column 8v + l + offs[t], offs[t] = off0 + t * step, which must lie in
+// [0, in_cols).
+void shifted_row_lanes(int64_t cols, int64_t in_cols, int64_t off0, int64_t step, int64_t taps,
+                       Lanes (*lanes)[kMaxVectors], int64_t* offs) {
+  for (int64_t t = 0; t < taps; ++t) {
+    offs[t] = off0 + t * step;
+    for (int64_t v = 0; v < kMaxVectors; ++v) {
+      // Valid lanes l: l < cols - 8v and 0 <= 8v + l + offs[t] < in_cols (a contiguous range).
+      const int64_t lo = -(8 * v + offs[t]);
+      int64_t hi = in_cols - (8 * v + offs[t]);
+      if (cols - 8 * v < hi) hi = cols - 8 * v;
+      lanes[t][v].mask = gemm::lane_range8(lo, hi);
+      lanes[t][v].full = lo <= 0 && hi >= 8;
+    }
+  }
+}
+
+template <int NV>
+void correlate_nv(const Correlation& c, float* out, const float* in, int64_t in_stride,
+                  const float* w, int64_t m, const Lanes (*lanes)[kMaxVectors], const int64_t* offw,
+                  int64_t nv) {
+  if constexpr (NV > 1) {
+    if (nv < NV) return correlate_nv<NV - 1>(c, out, in, in_stride, w, m, lanes, offw, nv);
+  }
+  correlate_rows<NV>(c, out, in, in_stride, w, m, lanes, offw);
+}
+
+// Runs correlate_rows for output rows of up to 64 and kernels up to 32 wide; false otherwise.
+bool correlate_plane(const Correlation& c, float* out, const float* in, int64_t in_stride,
+                     const float* w, int64_t m) {
+  constexpr int64_t kMaxKw = 32;
+  const int64_t W = c.out[2];
+  if (W <= 0 || W > 8 * kMaxVectors || c.k[2] < 1 || c.k[2] > kMaxKw) return false;
+  Lanes lanes[kMaxKw][kMaxVectors];
+  int64_t offw[kMaxKw];
+  shifted_row_lanes(W, c.in[2], c.off[2], c.step[2], c.k[2], lanes, offw);
+  correlate_nv<kMaxVectors>(c, out, in, in_stride, w, m, lanes, offw, (W + 7) / 8);
+  return true;
+}
+
+bool unit_stride_3d(const ConvGeometry& g) {
+  return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
+}
+
+// The weight-gradient sums of one (dy plane, x plane) pair for the KW taps of one (kd, kh) kernel
+// row at once: each dy vector is loaded once and multiplied with KW shifted x loads.
+template <int KW>
+void plane_tap_row_sums(const ConvGeometry& g, const float* dy, const float* x, int64_t kd,
+                        int64_t kh, const Lanes (*lanes)[kMaxVectors], const Lanes* dy_lanes,
+                        const int64_t* offx, double* total) {
+  const int64_t H = g.in[1], W = g.in[2], oH = g.out[1], oW = g.out[2];
+  const int64_t nv = (oW + 7) / 8;
+  __m256 acc[KW];
+  for (int q = 0; q < KW; ++q) acc[q] = _mm256_setzero_ps();
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    const int64_t id = od * g.stride[0] - g.pad_before[0] + kd * g.dil[0];
+    if (id < 0 || id >= g.in[0]) continue;
+    for (int64_t oh = 0; oh < oH; ++oh) {
+      const int64_t ih = oh * g.stride[1] - g.pad_before[1] + kh * g.dil[1];
+      if (ih < 0 || ih >= H) continue;
+      const float* dyr = dy + (od * oH + oh) * oW;
+      const float* xr = x + (id * H + ih) * W;
+      for (int64_t v = 0; v < nv; ++v) {
+        const __m256 d = load(dy_lanes[v], dyr + 8 * v);
+        for (int q = 0; q < KW; ++q)
+          acc[q] = _mm256_fmadd_ps(d, load(lanes[q][v], xr + 8 * v + offx[q]), acc[q]);
+      }
+    }
+  }
+  for (int q = 0; q < KW; ++q) {  // lanes summed in a fixed order
+    alignas(32) float l[8];
+    _mm256_store_ps(l, acc[q]);
+    total[q] += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  }
+}
+
+using TapRowSums = void (*)(const ConvGeometry&, const float*, const float*, int64_t, int64_t,
+                            const Lanes (*)[kMaxVectors], const Lanes*, const int64_t*, double*);
+
+}  // namespace
+
+bool dw_plane_tap_sums_avx2(const ConvGeometry& g, const float* dy, const float* x, double* total) {
+  constexpr int64_t kMaxKw = 7;
+  const int64_t W = g.in[2], oW = g.out[2], kW = g.k[2];
+  if (g.stride[2] != 1 || oW > 8 * kMaxVectors || kW < 1 || kW > kMaxKw) return false;
+  Lanes lanes[kMaxKw][kMaxVectors], dy_lanes[kMaxVectors];
+  int64_t offx[kMaxKw];
+  for (int64_t v = 0; v < kMaxVectors; ++v) {
+    dy_lanes[v].mask = gemm::first_lanes8(oW - 8 * v);
+    dy_lanes[v].full = oW - 8 * v >= 8;
+  }
+  shifted_row_lanes(oW, W, -g.pad_before[2], g.dil[2], kW, lanes, offx);
+  static constexpr TapRowSums kSums[kMaxKw + 1] = {nullptr,
+                                                   plane_tap_row_sums<1>,
+                                                   plane_tap_row_sums<2>,
+                                                   plane_tap_row_sums<3>,
+                                                   plane_tap_row_sums<4>,
+                                                   plane_tap_row_sums<5>,
+                                                   plane_tap_row_sums<6>,
+                                                   plane_tap_row_sums<7>};
+  for (int64_t kd = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      kSums[kW](g, dy, x, kd, kh, lanes, dy_lanes, offx, total + (kd * g.k[1] + kh) * kW);
+  return true;
+}
+
+bool dw_plane_backward_data_avx2(const ConvGeometry& g, float* dx, const float* dy,
+                                 int64_t dy_stride, const float* w, int64_t m) {
+  if (!unit_stride_3d(g)) return false;
+  Correlation c;
+  for (int d = 0; d < 3; ++d) {
+    c.out[d] = g.in[d], c.in[d] = g.out[d], c.k[d] = g.k[d];
+    c.off[d] = g.pad_before[d], c.step[d] = -g.dil[d];
+  }
+  return correlate_plane(c, dx, dy, dy_stride, w, m);
+}
+
+bool dw_plane_forward_avx2(const ConvGeometry& g, float* y, const float* x, const float* w) {
+  if (!unit_stride_3d(g)) return false;
+  Correlation c;
+  for (int d = 0; d < 3; ++d) {
+    c.out[d] = g.out[d], c.in[d] = g.in[d], c.k[d] = g.k[d];
+    c.off[d] = -g.pad_before[d], c.step[d] = g.dil[d];
+  }
+  return correlate_plane(c, y, x, 0, w, 1);
+}
+
+}  // namespace aclnn_cpu::conv
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif

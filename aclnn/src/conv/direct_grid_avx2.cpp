@@ -1,0 +1,219 @@
+// The fp32 direct grid kernels of direct_grid.h for AVX2 + FMA CPUs (reached only after the
+// runtime CPU check; see direct_grid.cpp). The same loops as direct_grid_avx512.cpp with the
+// register tiles cut to 16 ymm registers:
+//
+//   forward  4 output channels (half of a packed block of 8) x 24 columns (3 ymm) = 12
+//            accumulators; per (channel, tap) 3 loads of the band and 4 broadcasts for 12 FMAs
+//            (the two halves of a block read the same band vectors, from L1 the second time);
+//            narrow rows (at most 8 columns) one vector per row, as the AVX-512 kernel does
+//            for rows of up to 16.
+//   weight   32 output channels (4 ymm) x 3 input channels, or 16 x 6 where only 16 remain:
+//            12 accumulators, 7 or 8 loads per 12 FMAs.
+//
+// No standard-library template is instantiated inside the target region.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "conv/direct_grid.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+
+#include "gemm/avx2_util.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+constexpr int kOB = static_cast<int>(kDirectOcBlock);  // packed weight block (8 channels)
+constexpr int kHalf = 4;                               // output channels per tile
+constexpr int kPV = 3;                                 // 8-column vectors per tile
+constexpr int64_t kTileCols = 8 * kPV;
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+// acc[o][v] = sum_{c, t} w[c][t][o] * x[c * plane + off[t] + vs * v + lane] for OB (<= 4) output
+// channels of a packed block (w points at the block's first channel of this half) and PV vectors
+// of columns; with kTail, mask[v] selects the valid lanes. `add`: start from `out`.
+template <int OB, int PV, bool kTail>
+void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int64_t plane,
+                  const float* w, float* out, int64_t ldo, const __m256i* mask, bool add,
+                  int64_t vs) {
+  __m256 acc[OB][PV];
+#pragma GCC unroll 16
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 16
+    for (int v = 0; v < PV; ++v)
+      acc[o][v] = !add    ? _mm256_setzero_ps()
+                  : kTail ? _mm256_maskload_ps(out + o * ldo + vs * v, mask[v])
+                          : _mm256_loadu_ps(out + o * ldo + vs * v);
+  for (int64_t c = 0; c < C; ++c, x += plane, w += T * kOB) {
+    for (int64_t t = 0; t < T; ++t) {
+      const float* xp = x + off[t];
+      __m256 xv[PV];
+#pragma GCC unroll 16
+      for (int v = 0; v < PV; ++v)
+        xv[v] = kTail ? _mm256_maskload_ps(xp + vs * v, mask[v]) : _mm256_loadu_ps(xp + vs * v);
+      const float* wt = w + t * kOB;
+#pragma GCC unroll 16
+      for (int o = 0; o < OB; ++o) {
+        const __m256 wv = _mm256_broadcast_ss(wt + o);
+#pragma GCC unroll 16
+        for (int v = 0; v < PV; ++v) acc[o][v] = _mm256_fmadd_ps(wv, xv[v], acc[o][v]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 16
+    for (int v = 0; v < PV; ++v) {
+      float* dst = out + o * ldo + vs * v;
+      if (kTail) {
+        _mm256_maskstore_ps(dst, mask[v], acc[o][v]);
+      } else {
+        _mm256_storeu_ps(dst, acc[o][v]);
+      }
+    }
+}
+
+using ForwardTile = void (*)(int64_t, int64_t, const int64_t*, const float*, int64_t, const float*,
+                             float*, int64_t, const __m256i*, bool, int64_t);
+
+template <int PV, bool kTail>
+constexpr ForwardTile kTiles[kHalf + 1] = {nullptr, forward_tile<1, PV, kTail>,
+                                           forward_tile<2, PV, kTail>, forward_tile<3, PV, kTail>,
+                                           forward_tile<4, PV, kTail>};
+
+ForwardTile forward_tile_for(int rows, int64_t vectors, bool tail) {
+  if (!tail && vectors == kPV) return kTiles<kPV, false>[rows];
+  if (vectors >= 3) return kTiles<3, true>[rows];
+  if (vectors == 2) return kTiles<2, true>[rows];
+  return kTiles<1, true>[rows];
+}
+
+// acc[v][i] = dwt[t][c0 + i][o0 + 8 v ..] += sum_j xt[(j + off) * ldx + c0 + i] * dyt[j][o0 + 8 v]
+// (see direct_grid_avx512.cpp's weight_tile): OV vectors of output channels x RC input channels.
+template <int OV, int RC>
+void weight_tile(const float* xt, int64_t ldx, const float* dyt, int64_t ldy, int64_t rows,
+                 int64_t L, int64_t pitch, float* dwt, int64_t ldw) {
+  __m256 acc[OV][RC];
+#pragma GCC unroll 16
+  for (int v = 0; v < OV; ++v)
+#pragma GCC unroll 16
+    for (int i = 0; i < RC; ++i) acc[v][i] = _mm256_load_ps(dwt + i * ldw + 8 * v);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = xt + r * pitch * ldx;
+    const float* d = dyt + r * pitch * ldy;
+    for (int64_t j = 0; j < L; ++j, x += ldx, d += ldy) {
+      __m256 dv[OV];
+#pragma GCC unroll 16
+      for (int v = 0; v < OV; ++v) dv[v] = _mm256_load_ps(d + 8 * v);
+#pragma GCC unroll 16
+      for (int i = 0; i < RC; ++i) {
+        const __m256 b = _mm256_broadcast_ss(x + i);
+#pragma GCC unroll 16
+        for (int v = 0; v < OV; ++v) acc[v][i] = _mm256_fmadd_ps(dv[v], b, acc[v][i]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int v = 0; v < OV; ++v)
+#pragma GCC unroll 16
+    for (int i = 0; i < RC; ++i) _mm256_store_ps(dwt + i * ldw + 8 * v, acc[v][i]);
+}
+
+using WeightTile = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, int64_t,
+                            float*, int64_t);
+
+// Tiles of 32 output channels take up to 3 input channels, tiles of 16 up to 6.
+constexpr WeightTile kWeight32[4] = {nullptr, weight_tile<4, 1>, weight_tile<4, 2>,
+                                     weight_tile<4, 3>};
+constexpr WeightTile kWeight16[7] = {nullptr,           weight_tile<2, 1>, weight_tile<2, 2>,
+                                     weight_tile<2, 3>, weight_tile<2, 4>, weight_tile<2, 5>,
+                                     weight_tile<2, 6>};
+
+}  // namespace
+
+void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
+                              const float* x, int64_t plane, const float* packed, float* out,
+                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
+  // Rows of at most 8 columns: tiles of 3 rows, one masked vector per row. Wider rows (the
+  // AVX-512 kernel takes up to 16 by rows) run flat over all n columns.
+  const bool by_rows = row_len > 0 && row_len <= 8;
+  const int64_t step = by_rows ? kPV * pitch : kTileCols;
+  for (int64_t j0 = 0; j0 < n; j0 += step) {
+    __m256i mask[kPV];
+    ForwardTile tiles[kHalf + 1];
+    if (by_rows) {
+      const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(row_len);
+      for (int r = 1; r <= kHalf; ++r) tiles[r] = forward_tile_for(r, rows, true);
+    } else {
+      const int64_t cols = min64(kTileCols, n - j0);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(cols - 8 * v);
+      for (int r = 1; r <= kHalf; ++r)
+        tiles[r] = forward_tile_for(r, (cols + 7) / 8, cols < kTileCols);
+    }
+    // Channels in chunks whose band window stays in L1 while every output block reads it.
+    for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
+      const int64_t cc = min64(c_chunk, C - c0);
+      for (int64_t o0 = 0; o0 < m; o0 += kHalf) {
+        const int rows = static_cast<int>(min64(kHalf, m - o0));
+        const int64_t block = o0 / kOB * kOB, half = o0 - block;
+        tiles[rows](cc, T, off, x + c0 * plane + j0, plane,
+                    packed + (block * C + c0 * kOB) * T + half, out + o0 * ldo + j0, ldo, mask,
+                    c0 > 0, by_rows ? pitch : 8);
+      }
+    }
+  }
+}
+
+void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off, const float* xt,
+                             int64_t ldx, const float* dyt, int64_t ldy, int64_t rows, int64_t L,
+                             int64_t pitch, float* dwt) {
+  for (int64_t o0 = 0; o0 < m16;) {
+    const bool wide = o0 + 32 <= m16;
+    const int64_t width = wide ? 3 : 6;
+    // Channel tiles of nearly equal size (a narrow tile feeds each dy load to fewer FMAs).
+    const int64_t tiles = (C + width - 1) / width, base = C / tiles, extra = C % tiles;
+    for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
+      const int rc = static_cast<int>(base + (i < extra));
+      const WeightTile tile = wide ? kWeight32[rc] : kWeight16[rc];
+      for (int64_t t = 0; t < T; ++t)
+        tile(xt + off[t] + c0, ldx, dyt + o0, ldy, rows, L, pitch, dwt + (t * C + c0) * m16 + o0,
+             m16);
+      c0 += rc;
+    }
+    o0 += wide ? 32 : 16;
+  }
+}
+
+void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                           int64_t ld_dst, int64_t width) {
+  for (int64_t r0 = 0; r0 < width; r0 += 8) {
+    for (int64_t c0 = 0; c0 < cols; c0 += 8) {
+      const __m256i cm = gemm::first_lanes8(cols - c0);
+      __m256 v[8];
+      for (int i = 0; i < 8; ++i)
+        v[i] = r0 + i < rows ? _mm256_maskload_ps(src + (r0 + i) * ld_src + c0, cm)
+                             : _mm256_setzero_ps();
+      gemm::transpose8(v);
+      const int64_t n = min64(8, cols - c0);
+      for (int64_t i = 0; i < n; ++i) _mm256_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
+    }
+  }
+}
+
+}  // namespace aclnn_cpu::conv
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif

@@ -1,0 +1,264 @@
+// AVX2 + FMA fp32 GEMM: C[M, N] (+)= A[M, K] * B[K, N], single-threaded, packed, cache-blocked,
+// on the same packed formats as the AVX-512 kernel (Ap[panel][k][8], Bp[panel][k][48]), so every
+// BPanels source and pack_a_once layout serves both.
+//
+// Register tile: 16 ymm registers allow 12 accumulators, so an 8 x 48 panel pair is computed as
+// four 4 x 24 sub-tiles. Per k step a sub-tile loads 3 vectors of B and broadcasts 4 scalars of A:
+// 12 FMAs for 7 loads (Zen 3 issues 2 FMAs and up to 3 loads per cycle, so the FMA pipes bound
+// it), and 12 independent accumulators cover the 4-cycle FMA latency on both pipes (8 needed).
+// A 4 x 24 tile is the widest that fits the packed formats (M panels of 8 = 2 x 4, N panels of
+// 48 = 2 x 24); a tile row of fewer valid columns runs with 2 or 1 vectors, and a panel with at
+// most 4 valid rows or 24 valid columns skips the empty sub-tiles.
+//
+// Cache blocking (Zen 3: L1d 32 KiB, L2 512 KiB per core), loop order pc -> jc -> ic -> jr -> ir:
+//   KC = 128: one B panel pair (128 x 48 = 24 KiB) stays in L1 while the A panels (8 x 128 =
+//   4 KiB each) stream past it from L2; B block KC x NC = 128 x 480 = 240 KiB and A block
+//   MC x KC = 128 x 128 = 64 KiB fit L2 together.
+//
+// The functions are compiled for AVX2 + FMA with a target pragma and called only after the
+// runtime CPU check in sgemm.cpp; no standard-library template is instantiated inside the pragma
+// region (such instantiations could be merged with the generic ones elsewhere by the linker).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "gemm/sgemm.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+
+#include "gemm/avx2_util.h"
+
+namespace aclnn_cpu::gemm {
+namespace {
+
+constexpr int64_t kMR = 8;   // packed A panel rows
+constexpr int64_t kNR = 48;  // packed B panel columns
+constexpr int64_t kKC = 128;
+constexpr int64_t kMC = 128;  // multiple of kMR
+constexpr int64_t kNC = 480;  // multiple of kNR
+static_assert(kKC <= kMaxPanelDepth && kNR == kPanelCols);
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+// Ap[p][k][r] = A(i0 + p*8 + r, k0 + k), zero past row m.
+void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
+  for (int64_t p = 0; p < m; p += kMR) {
+    const int64_t rows = min64(kMR, m - p);
+    const float* src = A.p + (i0 + p) * A.rs + k0 * A.cs;
+    if (rows == kMR && A.rs == 1) {  // 8 contiguous values per k
+      for (int64_t k = 0; k < kc; ++k)
+        _mm256_store_ps(Ap + k * kMR, _mm256_loadu_ps(src + k * A.cs));
+    } else if (rows == kMR && A.cs == 1) {  // 8 rows contiguous along k: 8 x 8 transposes
+      int64_t k = 0;
+      for (; k + 8 <= kc; k += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * A.rs + k);
+        transpose8(r);
+        for (int i = 0; i < 8; ++i) _mm256_store_ps(Ap + (k + i) * kMR, r[i]);
+      }
+      for (; k < kc; ++k)
+        for (int64_t i = 0; i < kMR; ++i) Ap[k * kMR + i] = src[i * A.rs + k];
+    } else {
+      for (int64_t k = 0; k < kc; ++k) {
+        int64_t r = 0;
+        for (; r < rows; ++r) Ap[k * kMR + r] = src[r * A.rs + k * A.cs];
+        for (; r < kMR; ++r) Ap[k * kMR + r] = 0.0f;
+      }
+    }
+    Ap += kc * kMR;
+  }
+}
+
+// Bp[p][k][c] = B(k0 + k, j0 + p*48 + c), zero past column n; B with unit column stride.
+void pack_b_rows(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+  // Each row of the block is read once, left to right (one sequential stream per row), and dealt
+  // out to the panels 48 columns at a time (see sgemm_avx512.cpp for the measurement).
+  const int64_t panels = (n + kNR - 1) / kNR;
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* s = B.p + (k0 + k) * B.rs + j0;
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t cols = min64(kNR, n - p * kNR);
+      float* d = Bp + p * kc * kNR + k * kNR;
+      const float* sp = s + p * kNR;
+      if (cols == kNR) {
+        for (int q = 0; q < 6; ++q) _mm256_store_ps(d + 8 * q, _mm256_loadu_ps(sp + 8 * q));
+      } else {
+        for (int64_t q = 0; q < 6; ++q)  // masked-off lanes read nothing and load zero
+          _mm256_store_ps(d + 8 * q, _mm256_maskload_ps(sp + 8 * q, first_lanes8(cols - 8 * q)));
+      }
+    }
+  }
+}
+
+// The same for B with unit row stride (a transposed view): 8 x 8 transposes.
+void pack_b_cols(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+  for (int64_t p = 0; p < n; p += kNR) {
+    const int64_t cols = min64(kNR, n - p);
+    const float* src = B.p + k0 * B.rs + (j0 + p) * B.cs;
+    int64_t c = 0;
+    for (; c + 8 <= cols; c += 8) {
+      int64_t k = 0;
+      for (; k + 8 <= kc; k += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + (c + i) * B.cs + k);
+        transpose8(r);
+        for (int i = 0; i < 8; ++i) _mm256_store_ps(Bp + (k + i) * kNR + c, r[i]);
+      }
+      for (; k < kc; ++k)
+        for (int64_t i = 0; i < 8; ++i) Bp[k * kNR + c + i] = src[(c + i) * B.cs + k];
+    }
+    for (; c < kNR; ++c)
+      for (int64_t k = 0; k < kc; ++k) Bp[k * kNR + c] = c < cols ? src[c * B.cs + k] : 0.0f;
+    Bp += kc * kNR;
+  }
+}
+
+void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+  if (B.cs == 1) return pack_b_rows(B, k0, kc, j0, n, Bp);
+  if (B.rs == 1) return pack_b_cols(B, k0, kc, j0, n, Bp);
+  for (int64_t p = 0; p < n; p += kNR) {
+    const int64_t cols = min64(kNR, n - p);
+    const float* src = B.p + k0 * B.rs + (j0 + p) * B.cs;
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t c = 0; c < kNR; ++c)
+        Bp[k * kNR + c] = c < cols ? src[k * B.rs + c * B.cs] : 0.0f;
+    Bp += kc * kNR;
+  }
+}
+
+// C[0..4, 0..8*NV) (+)= Ap (4 rows of an 8-row panel, kc deep) * Bp (8*NV columns of a 48-column
+// panel); `rows` x `cols` of it are stored.
+template <int NV>
+void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
+                  int64_t ldc, int64_t rows, int64_t cols) {
+  __m256 c[4][NV];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < NV; ++j) c[i][j] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    __m256 b[NV];
+    for (int j = 0; j < NV; ++j) b[j] = _mm256_load_ps(Bp + 8 * j);
+    for (int i = 0; i < 4; ++i) {
+      const __m256 a = _mm256_broadcast_ss(Ap + i);
+      for (int j = 0; j < NV; ++j) c[i][j] = _mm256_fmadd_ps(a, b[j], c[i][j]);
+    }
+    Ap += kMR;
+    Bp += kNR;
+  }
+  if (rows == 4 && cols == 8 * NV) {
+    for (int i = 0; i < 4; ++i) {
+      float* d = C + i * ldc;
+      for (int j = 0; j < NV; ++j) {
+        if (accumulate) c[i][j] = _mm256_add_ps(c[i][j], _mm256_loadu_ps(d + 8 * j));
+        _mm256_storeu_ps(d + 8 * j, c[i][j]);
+      }
+    }
+    return;
+  }
+  // Edge tile: masked loads and stores of the valid part.
+  for (int j = 0; j < NV; ++j) {
+    const int64_t left = cols - 8 * j;
+    if (left <= 0) break;
+    const __m256i m = first_lanes8(left);
+    for (int64_t i = 0; i < rows; ++i) {
+      float* d = C + i * ldc + 8 * j;
+      __m256 v = c[i][j];
+      if (accumulate) v = _mm256_add_ps(v, _mm256_maskload_ps(d, m));
+      _mm256_maskstore_ps(d, m, v);
+    }
+  }
+}
+
+// A 4-row sub-tile with `cols` (1 .. 24) valid columns.
+inline void sub_tile(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
+                     int64_t ldc, int64_t rows, int64_t cols) {
+  if (cols > 16) return micro_kernel<3>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
+  if (cols > 8) return micro_kernel<2>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
+  micro_kernel<1>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
+}
+
+// One 8 x 48 tile (`rows` x `cols` valid) as up to four 4 x 24 sub-tiles.
+inline void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
+                       int64_t ldc, int64_t rows, int64_t cols) {
+  for (int64_t h = 0; h < 2 && 4 * h < rows; ++h) {
+    const int64_t r = min64(4, rows - 4 * h);
+    for (int64_t q = 0; q < 2 && 24 * q < cols; ++q)
+      sub_tile(kc, Ap + 4 * h, Bp + 24 * q, accumulate, C + 4 * h * ldc + 24 * q, ldc, r,
+               min64(24, cols - 24 * q));
+  }
+}
+
+// The blocked loop nest; A comes packed (`packed_a`, pack_a_once layout) or as a view to pack per
+// block, B as a view or a panel source.
+void gemm_blocked(int64_t M, int64_t N, int64_t K, const Mat* A, const float* packed_a,
+                  const Mat* B, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                  float* scratch) {
+  float* Ap = scratch;              // [kMC / 8][kKC][8]
+  float* Bp = scratch + kMC * kKC;  // [kNC / 48][kKC][48]
+  const int64_t m_padded = (M + kMR - 1) / kMR * kMR;
+  for (int64_t pc = 0; pc < K; pc += kKC) {
+    const int64_t kc = min64(kKC, K - pc);
+    const bool acc = accumulate || pc > 0;  // later K blocks add onto the first
+    for (int64_t jc = 0; jc < N; jc += kNC) {
+      const int64_t nc = min64(kNC, N - jc);
+      if (b_panels) {
+        b_panels->pack(pc, kc, jc, nc, Bp);
+      } else {
+        pack_b(*B, pc, kc, jc, nc, Bp);
+      }
+      for (int64_t ic = 0; ic < M; ic += kMC) {
+        const int64_t mc = min64(kMC, M - ic);
+        const float* a_block = Ap;
+        if (packed_a) {
+          a_block = packed_a + pc * m_padded + ic * kc;
+        } else {
+          pack_a(*A, ic, mc, pc, kc, Ap);
+        }
+        for (int64_t jr = 0; jr < nc; jr += kNR) {
+          for (int64_t ir = 0; ir < mc; ir += kMR) {
+            micro_tile(kc, a_block + ir * kc, Bp + jr * kc, acc, C + (ic + ir) * ldc + jc + jr, ldc,
+                       min64(kMR, mc - ir), min64(kNR, nc - jr));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+namespace avx2 {
+
+int64_t pack_elems() {
+  return kMC * kKC + kKC * kNC;
+}
+
+// Layout: K block pc (rows pc .. pc+kc of the K dimension) starts at pc * m_padded; within it the
+// 8-row panels follow each other (panel p at p * 8 * kc), exactly what pack_a writes per block.
+void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
+  const int64_t m_padded = (M + kMR - 1) / kMR * kMR;
+  for (int64_t pc = 0; pc < K; pc += kKC)
+    pack_a(A, 0, M, pc, min64(kKC, K - pc), packed + pc * m_padded);
+}
+
+void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
+                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                  float* scratch) {
+  gemm_blocked(M, N, K, a_mat, packed_a, b_mat, b_panels, accumulate, C, ldc, scratch);
+}
+
+}  // namespace avx2
+}  // namespace aclnn_cpu::gemm
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif

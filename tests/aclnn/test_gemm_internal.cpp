@@ -1,0 +1,239 @@
+// libaclnn's packed fp32 GEMM kernels (aclnn/src/gemm, compiled into this test: they are not
+// part of the C API) against a naive float64 product, on every kernel this CPU runs (AVX-512,
+// AVX2 + FMA, the OpenBLAS fallback), for sizes around every tile and block edge: M, N, K not
+// multiples of the register tile (8 x 48 / 4 x 24), K = 1, K across the K blocks (128, 256), N
+// across the N block (480), every operand layout (row-major, transposed, neither unit stride),
+// accumulate or not, A packed once, B from a panel source; and that nothing outside C's block is
+// written.
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gemm/sgemm.h"
+
+namespace {
+
+namespace gemm = aclnn_cpu::gemm;
+
+enum class Kernel { kAvx512, kAvx2, kOpenBlas };
+
+std::string KernelName(const ::testing::TestParamInfo<Kernel>& info) {
+  switch (info.param) {
+    case Kernel::kAvx512:
+      return "avx512";
+    case Kernel::kAvx2:
+      return "avx2";
+    case Kernel::kOpenBlas:
+      break;
+  }
+  return "openblas";
+}
+
+bool RunsHere(Kernel k) {
+  __builtin_cpu_init();
+  switch (k) {
+    case Kernel::kAvx512:
+      return __builtin_cpu_supports("avx512f") != 0;
+    case Kernel::kAvx2:
+      return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
+    case Kernel::kOpenBlas:
+      break;
+  }
+  return true;
+}
+
+// 64-byte aligned float storage (the packing scratch's requirement).
+class Aligned {
+ public:
+  explicit Aligned(int64_t n) : buf_(static_cast<size_t>(n + 16)) {}
+  float* data() {
+    const auto at = reinterpret_cast<uintptr_t>(buf_.data());
+    return buf_.data() + (64 - at % 64) % 64 / sizeof(float);
+  }
+
+ private:
+  std::vector<float> buf_;
+};
+
+int64_t PackElems(Kernel k) {
+  return k == Kernel::kAvx512 ? gemm::avx512::pack_elems()
+         : k == Kernel::kAvx2 ? gemm::avx2::pack_elems()
+                              : 0;
+}
+
+void PackedGemm(Kernel k, int64_t M, int64_t N, int64_t K, const float* packed_a,
+                const gemm::Mat* a, const gemm::Mat* b, const gemm::BPanels* panels, bool acc,
+                float* C, int64_t ldc, float* scratch) {
+  if (k == Kernel::kAvx512)
+    gemm::avx512::sgemm_packed(M, N, K, packed_a, a, b, panels, acc, C, ldc, scratch);
+  else
+    gemm::avx2::sgemm_packed(M, N, K, packed_a, a, b, panels, acc, C, ldc, scratch);
+}
+
+// A strided operand of rows x cols: layout 0 row-major (cs = 1, padded rows), 1 column-major
+// (rs = 1, padded columns), 2 neither unit stride (rs = 2 * cols + 1, cs = 2).
+struct Operand {
+  std::vector<float> data;
+  gemm::Mat mat;
+  float at(int64_t r, int64_t c) const { return mat.p[r * mat.rs + c * mat.cs]; }
+};
+
+Operand MakeOperand(int64_t rows, int64_t cols, int layout, std::mt19937& rng) {
+  Operand o;
+  int64_t rs = cols + 3, cs = 1;  // row-major with padding
+  if (layout == 1) rs = 1, cs = rows + 5;
+  if (layout == 2) rs = 2 * cols + 1, cs = 2;
+  o.data.assign(static_cast<size_t>((rows - 1) * rs + (cols - 1) * cs + 1), 0.0f);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) o.data[r * rs + c * cs] = dist(rng);
+  o.mat = gemm::Mat{o.data.data(), rs, cs};
+  return o;
+}
+
+// B panels from a strided matrix (the format BPanels::pack documents), as a conv's panel source
+// would write them.
+class MatPanels final : public gemm::BPanels {
+ public:
+  explicit MatPanels(const Operand& b) : b_(b) {}
+  void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override {
+    const int64_t w = gemm::kPanelCols;
+    for (int64_t p = 0; p * w < n; ++p)
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t c = 0; c < w; ++c)
+          Bp[(p * kc + k) * w + c] = p * w + c < n ? b_.at(k0 + k, j0 + p * w + c) : 0.0f;
+  }
+
+ private:
+  const Operand& b_;
+};
+
+struct Shape {
+  int64_t M, N, K;
+};
+
+// Edge sizes around the tiles (8 x 48, 4 x 24), the K blocks (128, 256), MC (128) and NC (480).
+std::vector<Shape> Shapes() {
+  return {{1, 1, 1},     {1, 1, 7},     {3, 5, 1},     {4, 24, 1},    {5, 25, 9},
+          {7, 47, 8},    {8, 48, 16},   {9, 49, 17},   {13, 23, 127}, {16, 96, 128},
+          {17, 97, 129}, {12, 30, 256}, {20, 70, 257}, {130, 50, 33}, {33, 481, 40},
+          {8, 500, 300}, {2, 9, 384},   {136, 7, 3},   {64, 200, 513}};
+}
+
+// max |C - ref| / (sum_k |a||b| + tiny) over the block, and whether the sentinel around it holds.
+void ExpectMatches(const std::vector<float>& C, int64_t ldc, const Operand& a, const Operand& b,
+                   const Shape& s, bool acc, const std::vector<float>& before,
+                   const std::string& what) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < s.M; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const size_t at = static_cast<size_t>(i * ldc + j);
+      if (j >= s.N) {
+        ASSERT_EQ(C[at], before[at]) << what << ": wrote outside C at (" << i << ", " << j << ")";
+        continue;
+      }
+      double ref = acc ? before[at] : 0.0, mag = acc ? std::fabs(before[at]) : 0.0;
+      for (int64_t k = 0; k < s.K; ++k) {
+        ref += double(a.at(i, k)) * b.at(k, j);
+        mag += std::fabs(double(a.at(i, k)) * b.at(k, j));
+      }
+      worst = std::max(worst, std::fabs(C[at] - ref) / (mag + 1e-30));
+    }
+  }
+  // fp32 accumulation of K products: a few ulps per term at worst, relative to sum |a b|.
+  EXPECT_LT(worst, 4e-6 * std::sqrt(double(s.K) + 1.0) + 2e-7)
+      << what << " M=" << s.M << " N=" << s.N << " K=" << s.K;
+}
+
+class GemmKernel : public ::testing::TestWithParam<Kernel> {
+ protected:
+  void SetUp() override {
+    if (!RunsHere(GetParam())) GTEST_SKIP() << "this CPU does not run the kernel";
+  }
+};
+
+TEST_P(GemmKernel, StridedViewsMatchFloat64Reference) {
+  const Kernel kern = GetParam();
+  std::mt19937 rng(11);
+  Aligned scratch(std::max<int64_t>(PackElems(kern), 1));
+  for (const Shape& s : Shapes()) {
+    for (int la = 0; la < 3; ++la) {
+      for (int lb = 0; lb < 3; ++lb) {
+        if (kern == Kernel::kOpenBlas && (la == 2 || lb == 2)) continue;  // needs a unit stride
+        const Operand a = MakeOperand(s.M, s.K, la, rng), b = MakeOperand(s.K, s.N, lb, rng);
+        for (bool acc : {false, true}) {
+          const int64_t ldc = s.N + 5;
+          std::vector<float> C(static_cast<size_t>(s.M * ldc));
+          std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+          for (float& v : C) v = dist(rng);
+          const std::vector<float> before = C;
+          const std::string what = "layouts " + std::to_string(la) + "/" + std::to_string(lb);
+          if (kern == Kernel::kOpenBlas) {  // sgemm without scratch: always OpenBLAS
+            gemm::sgemm(s.M, s.N, s.K, a.mat, b.mat, acc, C.data(), ldc, nullptr);
+          } else {
+            PackedGemm(kern, s.M, s.N, s.K, nullptr, &a.mat, &b.mat, nullptr, acc, C.data(), ldc,
+                       scratch.data());
+          }
+          ExpectMatches(C, ldc, a, b, s, acc, before, what);
+          C = before;  // and sgemm's own dispatch on isa() (OpenBLAS: a unit stride needed)
+          Aligned dispatch_scratch(std::max<int64_t>(gemm::pack_elems(), 1));
+          if (gemm::isa() != gemm::Isa::kNone || (la != 2 && lb != 2)) {
+            gemm::sgemm(s.M, s.N, s.K, a.mat, b.mat, acc, C.data(), ldc, dispatch_scratch.data());
+            ExpectMatches(C, ldc, a, b, s, acc, before, what + " (dispatched)");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GemmKernel, PackedAAndPanelSourceMatchFloat64Reference) {
+  const Kernel kern = GetParam();
+  if (kern == Kernel::kOpenBlas) GTEST_SKIP() << "packed operands are the packed kernels' only";
+  std::mt19937 rng(12);
+  Aligned scratch(PackElems(kern));
+  for (const Shape& s : Shapes()) {
+    const Operand a = MakeOperand(s.M, s.K, 1, rng), b = MakeOperand(s.K, s.N, 0, rng);
+    Aligned packed(gemm::packed_a_elems(s.M, s.K));
+    // pack_a_once follows isa()'s K blocking; the kernel under test packs with its own.
+    if (kern == Kernel::kAvx512)
+      gemm::avx512::pack_a_once(s.M, s.K, a.mat, packed.data());
+    else
+      gemm::avx2::pack_a_once(s.M, s.K, a.mat, packed.data());
+    const MatPanels panels(b);
+    for (bool acc : {false, true}) {
+      const int64_t ldc = s.N + 2;
+      std::vector<float> C(static_cast<size_t>(s.M * ldc), 0.5f);
+      const std::vector<float> before = C;
+      PackedGemm(kern, s.M, s.N, s.K, packed.data(), nullptr, nullptr, &panels, acc, C.data(), ldc,
+                 scratch.data());
+      ExpectMatches(C, ldc, a, b, s, acc, before, "packed A, panel B");
+      std::vector<float> again = before;  // deterministic: the same bits every time
+      PackedGemm(kern, s.M, s.N, s.K, packed.data(), nullptr, nullptr, &panels, acc, again.data(),
+                 ldc, scratch.data());
+      EXPECT_EQ(again, C);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, GemmKernel,
+                         ::testing::Values(Kernel::kAvx512, Kernel::kAvx2, Kernel::kOpenBlas),
+                         KernelName);
+
+// The dispatch: isa() is the widest set this CPU runs, within ACLNN_CPU_MAX_ISA.
+TEST(GemmDispatch, IsaMatchesCpuAndCap) {
+  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
+  gemm::Isa want = RunsHere(Kernel::kAvx512) ? gemm::Isa::kAvx512
+                   : RunsHere(Kernel::kAvx2) ? gemm::Isa::kAvx2
+                                             : gemm::Isa::kNone;
+  if (cap && std::string(cap) == "avx2" && want > gemm::Isa::kAvx2) want = gemm::Isa::kAvx2;
+  if (cap && std::string(cap) == "none") want = gemm::Isa::kNone;
+  EXPECT_EQ(gemm::isa(), want) << gemm::isa_name(gemm::isa());
+  EXPECT_EQ(gemm::pack_elems() > 0, want != gemm::Isa::kNone);
+}
+
+}  // namespace
