@@ -65,17 +65,7 @@ std::string AlgoName(const ::testing::TestParamInfo<Algo>& info) {
   return info.param.primitive + "_" + info.param.name;
 }
 
-// Sets an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using acltest::ScopedEnv;
 
 ConvCase Case(const char* label, naive::ConvGeom g, uint64_t seed) {
   return acltest::MakeCase(g, label, seed);

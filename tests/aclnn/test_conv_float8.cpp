@@ -27,17 +27,7 @@ using acltest::MakeGeom;
 
 constexpr aclDataType kFormats[] = {ACL_FLOAT8_E4M3FN, ACL_HIFLOAT8};
 
-// Sets an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using acltest::ScopedEnv;
 
 // Each got[i] is the rounding to `dt` of a value within 1e-5 * scale[i] of the reference (the
 // fp32 accumulation bound of these sizes, with margin); `exact` counts the elements whose

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <random>
@@ -196,5 +197,23 @@ using LaunchFn = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
 // framework's calls do), so the numeric tests can use ACL_DOUBLE; the conformance and error tests
 // call phase 1 directly and see the emulated chips only.
 CallResult RunTwoPhase(const PlanFn& plan, LaunchFn launch, aclrtStream stream = SharedStream());
+
+// Sets an environment variable for a scope (the forcing switches: ACLNN_CPU_CONV_ALGO, ...) and
+// restores its previous value, or its absence, afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
 
 }  // namespace acltest
