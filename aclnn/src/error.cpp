@@ -6,17 +6,14 @@ namespace {
 thread_local std::string g_recent_error;
 }  // namespace
 
-std::string shape_str(const int64_t* dims, uint64_t n) {
-  std::string s = "[";
-  for (uint64_t i = 0; i < n; ++i) {
-    if (i) s += ", ";
-    s += std::to_string(dims[i]);
-  }
-  return s + "]";
+std::ostream& operator<<(std::ostream& os, ShapeText shape) {
+  os << '[';
+  for (uint64_t i = 0; i < shape.n; ++i) os << (i ? ", " : "") << shape.dims[i];
+  return os << ']';
 }
 
-std::string shape_str(const std::vector<int64_t>& dims) {
-  return shape_str(dims.data(), dims.size());
+ShapeText::operator std::string() const {
+  return cat(*this);
 }
 
 void set_recent_error(std::string message) {

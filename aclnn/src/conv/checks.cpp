@@ -54,7 +54,7 @@ const char* dtype_str(aclDataType d) {
   return dtype_name(d);  // meta.cpp names every enumerator, the 8-bit ones of 95 included
 }
 
-std::string shape_of(const aclTensor* t) {
+ShapeText shape_of(const aclTensor* t) {
   return shape_str(t->view_dims);
 }
 

@@ -10,6 +10,7 @@
 
 #include "aclnn/aclnn_base.h"
 #include "conv/strided.h"
+#include "error.h"
 #include "meta.h"
 
 namespace aclnn_cpu::conv {
@@ -68,7 +69,7 @@ View5 conv_view(const aclTensor* t);
 // 1-d tensor [C] as [1, C, 1, 1, 1].
 View5 channel_view(const aclTensor* t);
 
-const char* dtype_str(aclDataType d);  // "FLOAT16", also for the 8-bit types
-std::string shape_of(const aclTensor* t);
+const char* dtype_str(aclDataType d);    // "FLOAT16", also for the 8-bit types
+ShapeText shape_of(const aclTensor* t);  // "[2, 3, 5]", formatted only when streamed
 
 }  // namespace aclnn_cpu::conv

@@ -41,14 +41,22 @@ void check_limit(const char* what, size_t i, const char* dim, int64_t v, int64_t
         limit_scope(transposed));
 }
 
-std::string conv_description(const ConvParams& p) {
-  std::string s =
-      cat(p.transposed ? "the transposed convolution of input " : "the convolution of input ",
-          shape_of(p.input), " with weight ", shape_of(p.weight), " (stride ",
-          shape_str(values(p.stride)), ", padding ", shape_str(values(p.padding)), ", dilation ",
-          shape_str(values(p.dilation)));
-  if (p.transposed) s += cat(", outputPadding ", shape_str(values(p.output_padding)));
-  return s + cat(", groups ", p.groups, ")");
+// "the convolution of input [..] with weight [..] (stride [..], ..., groups g)", formatted only
+// when a failing check() streams it.
+struct ConvDescription {
+  const ConvParams& p;
+};
+std::ostream& operator<<(std::ostream& os, const ConvDescription& d) {
+  const ConvParams& p = d.p;
+  os << (p.transposed ? "the transposed convolution of input " : "the convolution of input ")
+     << shape_of(p.input) << " with weight " << shape_of(p.weight) << " (stride "
+     << shape_str(values(p.stride)) << ", padding " << shape_str(values(p.padding)) << ", dilation "
+     << shape_str(values(p.dilation));
+  if (p.transposed) os << ", outputPadding " << shape_str(values(p.output_padding));
+  return os << ", groups " << p.groups << ")";
+}
+ConvDescription conv_description(const ConvParams& p) {
+  return {p};
 }
 
 }  // namespace
