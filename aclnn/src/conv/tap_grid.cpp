@@ -155,8 +155,13 @@ struct ConvertCopier {
   }
   // Stride 2, both phases in one pass (fp32 as is only); false: copy them one by one.
   bool split2(int64_t at, int64_t n, float* even, float* odd) const {
-    if (src.kind != SrcKind::kF32 || !gemm::have_avx512()) return false;
-    direct_split2_avx512(static_cast<const float*>(src.data) + at, n, even, odd);
+    if (src.kind != SrcKind::kF32 || gemm::isa() < gemm::Isa::kAvx2) return false;
+    const float* row = static_cast<const float*>(src.data) + at;
+    if (gemm::have_avx512()) {
+      direct_split2_avx512(row, n, even, odd);
+    } else {
+      phase_split2_avx2(row, n, even, odd);
+    }
     return true;
   }
 };
