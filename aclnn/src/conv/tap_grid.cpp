@@ -163,6 +163,10 @@ struct ConvertCopier {
   // dst[k] = source element at + k * stride, for k < n.
   void run(int64_t at, int64_t n, int64_t stride, float* dst) const {
     if (!f32) return src.at(at).convert(n, stride, dst);
+    if (stride == 1) {
+      if (n > 0) std::memcpy(dst, f32 + at, static_cast<size_t>(n) * sizeof(float));
+      return;
+    }
     for (int64_t k = 0; k < n; ++k) dst[k] = f32[at + k * stride];
   }
   // Stride 2, both phases in one pass (fp32 as is only); false: copy them one by one.
