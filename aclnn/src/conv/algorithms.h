@@ -27,6 +27,7 @@ extern const Algorithm kCol2imGemmData;  // algo_col2im_gemm.cpp
 // backward_weight
 extern const Algorithm kDepthwiseWeight;
 extern const Algorithm kPointwiseWeight;
+extern const Algorithm kStridedDirectWeight;  // algo_strided_direct.cpp
 extern const Algorithm kGridDirectWeight;
 extern const Algorithm kGridGemmWeight;
 extern const Algorithm kImplicitGemmWeight;

@@ -1,0 +1,227 @@
+// strided_direct: the fp32 weight gradient of strided convolutions (a transposed convolution's
+// weight gradient is one: x and dy swapped) by the direct weight kernel of direct_grid.h, reading
+// the input at its own resolution. No phase planes: the kernel broadcasts x, so a stride is only
+// a larger step between the positions it reads.
+//
+//   task (batch range, group, channel block), per sample, output plane od and block of output
+//   rows: dy_t [rows][pitch][m16] = dy of those rows channels-last; x_t [kd][row][col][cb16] = the
+//   zero-padded input rows they read, channels-last, kd over the kernel's D taps; then
+//   dwt [T, nc, m16] += the kernel over runs of about kCallPositions output positions, and at the
+//   end dw block = dwt transposed back.
+//
+// The kernel steps x by ldx per output column and by pitch * ldx per output row; with
+// ldx = s2 * cb16 and pitch = s1 * Wx / s2 (Wx a multiple of s2) that is s2 input columns and s1
+// input rows, and dy_t rows are laid out `pitch` positions apart to match (only the first out[2]
+// of each are written or read).
+//
+// Against grid_direct (phase planes split, then transposed; 128 positions per kernel call) on an
+// AVX2-only Zen 3, 1 thread: no split pass, and runs of 64 positions keep dy_t's and x_t's lines
+// of one call in L1 (ct2d_decoder's weight gradient 4.60 -> see the commit message).
+//
+// Cost rules: fp32 on AVX2 (unmeasured with AVX-512's wider tiles, so not preferred there), a
+// stride above 1, above ~4M multiply-adds, at least 8 input and at most 64 output channels per
+// group (grid_direct's AVX2 tile rules).
+#include <cstring>
+
+#include "conv/algo_support.h"
+#include "conv/algorithms.h"
+#include "conv/direct_grid.h"
+#include "gemm/sgemm.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+constexpr double kMinMacs = double(1 << 22);
+constexpr int64_t kCallPositions = 64;               // output positions per kernel call
+constexpr int64_t kBlockBytes = int64_t{256} << 10;  // dy_t + x_t of one row block
+constexpr int64_t kMaxChannels = 96;                 // input channels per task
+
+int64_t round16(int64_t v) {
+  return ceil_div(v, 16) * 16;
+}
+
+// The padded channels-last layout of one block of output rows.
+struct Frame {
+  int64_t m16 = 0, cb16 = 0;  // output channels, block channels (rounded up to 16)
+  int64_t Wx = 0;             // x_t columns (input columns s2*o2 - pb2 + j)
+  int64_t pitch = 0;          // dy_t / kernel row pitch, in output positions
+  int64_t rows = 0;           // output rows per block
+  int64_t Rx = 0;             // x_t rows per kd (input rows s1*o1 - pb1 + i)
+
+  int64_t dy_elems() const { return round16(rows * pitch * m16); }
+  int64_t x_elems(int64_t k0) const { return round16(k0 * Rx * Wx * cb16); }
+};
+
+Frame frame_of(const ConvGeometry& g, int64_t cblock, int64_t rows) {
+  Frame f;
+  f.m16 = round16(g.cout_g());
+  f.cb16 = round16(cblock);
+  const int64_t s1 = g.stride[1], s2 = g.stride[2];
+  const int64_t width = s2 * (g.out[2] - 1) + g.dil[2] * (g.k[2] - 1) + 1;
+  f.Wx = ceil_div(width, s2) * s2;
+  f.pitch = s1 * f.Wx / s2;
+  f.rows = rows;
+  f.Rx = s1 * (rows - 1) + g.dil[1] * (g.k[1] - 1) + 1;
+  return f;
+}
+
+// Output rows per block: as many as keep dy_t and x_t within kBlockBytes (at least 1).
+int64_t block_rows(const ConvGeometry& g, int64_t cblock) {
+  int64_t rows = g.out[1];
+  while (rows > 1) {
+    const Frame f = frame_of(g, cblock, rows);
+    if ((f.dy_elems() + f.x_elems(g.k[0])) * 4 <= kBlockBytes) break;
+    rows = ceil_div(rows, 2);
+  }
+  return rows;
+}
+
+Fit plan(const Problem& p) {
+  Fit f;
+  const ConvGeometry& g = p.g;
+  const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
+  if (p.fp64 || !p.packed_gemm()) {
+    f.reason = "needs fp32 and AVX2 or AVX-512";
+    return f;
+  }
+  if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
+    f.reason = "empty";
+    return f;
+  }
+  f.applies = true;
+  f.preferred =
+      strided && !p.avx512() && p.macs() >= kMinMacs && g.cin_g() >= 8 && g.cout_g() <= 64;
+  f.reason = !strided              ? "unit stride: grid_direct's grid has no extra phases"
+             : p.avx512()          ? "measured on AVX2 only"
+             : p.macs() < kMinMacs ? "below 4M multiply-adds"
+             : g.cin_g() < 8       ? "fewer than 8 input channels per group"
+             : g.cout_g() > 64     ? "more than 64 output channels per group"
+                                   : "strided: the input read in place, channels-last";
+  plan_weight_split(p, 4, std::min<int64_t>(g.cin_g(), kMaxChannels), f.b);
+  f.b.rows = block_rows(g, f.b.cblock);
+  const Frame fr = frame_of(g, f.b.cblock, f.b.rows);
+  const int64_t T = g.k_size();
+  // dy_t, x_t, dwt, then 16 converted rows of a non-fp32 source (staged for the transposes).
+  f.b.slot_elems = fr.dy_elems() + fr.x_elems(g.k[0]) + round16(T * fr.cb16 * fr.m16) +
+                   round16(16 * std::max(g.in[2], g.out[2]));
+  f.b.shared_elems = round16(2 * T);  // the taps' x_t offsets (int64)
+  return f;
+}
+
+// dst[k * ld_dst + c] = row c of src (cnt rows of n elements, row stride ld_src) at element k,
+// for k < n, c < 16 (zero for c >= cnt). fp32 sources are read in place, others converted into
+// `stage` first.
+void rows_to_channels_last(const Source& src, int64_t ld_src, int64_t cnt, int64_t n, float* dst,
+                           int64_t ld_dst, float* stage) {
+  if (src.kind == SrcKind::kF32) {
+    direct_transpose(static_cast<const float*>(src.data), ld_src, cnt, n, dst, ld_dst, 16);
+    return;
+  }
+  for (int64_t c = 0; c < cnt; ++c) src.at(c * ld_src).convert(n, 1, stage + c * n);
+  direct_transpose(stage, n, cnt, n, dst, ld_dst, 16);
+}
+
+// dy_t[r * pitch + j][o] = dy[o][od][o1 + r][j] for r < rows, j < out[2], o < Cog (zero to m16).
+void build_dy_t(const ConvGeometry& g, const Frame& f, const Source& dy, int64_t od, int64_t o1,
+                int64_t rows, float* stage, float* dy_t) {
+  const int64_t S_out = g.out_size(), Cog = g.cout_g(), n = g.out[2];
+  for (int64_t r = 0; r < rows; ++r) {
+    const Source row = dy.at((od * g.out[1] + o1 + r) * n);
+    for (int64_t o = 0; o < f.m16; o += 16)
+      rows_to_channels_last(row.at(o * S_out), S_out, std::clamp<int64_t>(Cog - o, 0, 16), n,
+                            dy_t + r * f.pitch * f.m16 + o, f.m16, stage);
+  }
+}
+
+// x_t[(kd * Rx + i) * Wx + j][c] = x[c][s0*od - pb0 + kd*d0][i0 + i][j - pb2] for c < nc, zero
+// outside the input.
+void build_x_t(const ConvGeometry& g, const Frame& f, const Source& x, int64_t nc, int64_t od,
+               int64_t i0, float* stage, float* x_t) {
+  const int64_t S_in = g.in_size(), W = g.in[2], pb2 = g.pad_before[2];
+  const int64_t lo = std::clamp<int64_t>(pb2, 0, f.Wx), hi = std::clamp<int64_t>(pb2 + W, lo, f.Wx);
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    const int64_t id = g.stride[0] * od - g.pad_before[0] + kd * g.dil[0];
+    for (int64_t i = 0; i < f.Rx; ++i) {
+      const int64_t ih = i0 + i;
+      float* dst = x_t + (kd * f.Rx + i) * f.Wx * f.cb16;
+      const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && hi > lo;
+      if (!inside) {
+        std::memset(dst, 0, static_cast<size_t>(f.Wx * f.cb16) * sizeof(float));
+        continue;
+      }
+      std::memset(dst, 0, static_cast<size_t>(lo * f.cb16) * sizeof(float));
+      std::memset(dst + hi * f.cb16, 0, static_cast<size_t>((f.Wx - hi) * f.cb16) * sizeof(float));
+      const Source row = x.at((id * g.in[1] + ih) * W + lo - pb2);
+      for (int64_t c = 0; c < nc; c += 16)
+        rows_to_channels_last(row.at(c * S_in), S_in, std::min<int64_t>(16, nc - c), hi - lo,
+                              dst + lo * f.cb16 + c, f.cb16, stage);
+    }
+  }
+}
+
+// The kernel over output rows [0, rows) of a block: runs of about kCallPositions positions.
+void block_kernel(const ConvGeometry& g, const Frame& f, int64_t nc, const int64_t* off,
+                  const float* x_t, const float* dy_t, int64_t rows, float* dwt) {
+  const int64_t n = g.out[2], T = g.k_size(), ldx = g.stride[2] * f.cb16;
+  const int64_t xrow = g.stride[1] * f.Wx * f.cb16;  // x_t elements per output row
+  if (n > kCallPositions) {                          // long rows: column chunks of one row
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; j += kCallPositions)
+        direct_grid_weight(f.m16, nc, T, off, x_t + r * xrow + j * ldx, ldx,
+                           dy_t + (r * f.pitch + j) * f.m16, f.m16, 1,
+                           std::min(kCallPositions, n - j), f.pitch, dwt);
+    return;
+  }
+  const int64_t per_call = std::max<int64_t>(1, kCallPositions / n);
+  for (int64_t r = 0; r < rows; r += per_call)
+    direct_grid_weight(f.m16, nc, T, off, x_t + r * xrow, ldx, dy_t + r * f.pitch * f.m16, f.m16,
+                       std::min(per_call, rows - r), n, f.pitch, dwt);
+}
+
+void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size(), rows = g.col_rows();
+  const int64_t S_in = g.in_size(), S_out = g.out_size();
+  const Frame f = frame_of(g, b.cblock, b.rows);
+  int64_t* off = reinterpret_cast<int64_t*>(o.shared);  // tap q -> x_t offset
+  for (int64_t q = 0; q < K; ++q) {
+    const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
+    off[q] = ((kd * f.Rx + kh * g.dil[1]) * f.Wx + kw * g.dil[2]) * f.cb16;
+  }
+  for_weight_tasks(
+      p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
+        float* dy_t = slot_scratch(p, b, o);
+        float* x_t = dy_t + f.dy_elems();
+        float* dwt = x_t + f.x_elems(g.k[0]);  // [K, nc, m16]
+        float* stage = dwt + round16(K * f.cb16 * f.m16);
+        std::memset(dwt, 0, static_cast<size_t>(K * nc * f.m16) * sizeof(float));
+        for (int64_t n = n0; n < n1; ++n) {
+          const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
+          const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
+          for (int64_t od = 0; od < g.out[0]; ++od)
+            for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
+              const int64_t r = std::min(f.rows, g.out[1] - o1);
+              build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
+              build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
+              block_kernel(g, f, nc, off, x_t, dy_t, r, dwt);
+            }
+        }
+        for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q] = dwt[q][c][o]
+          for (int64_t c = 0; c < nc; ++c)
+            for (int64_t q = 0; q < K; ++q)
+              dst[oc * rows + c * K + q] = dwt[(q * nc + c) * f.m16 + oc];
+      });
+}
+
+}  // namespace
+
+const Algorithm kStridedDirectWeight{"strided_direct",
+                                     Primitive::kBackwardWeight,
+                                     plan,
+                                     backward_weight,
+                                     /*run_f64=*/nullptr,
+                                     /*run_bf16=*/nullptr,
+                                     /*reads_sources=*/true,
+                                     /*needs_isa=*/gemm::Isa::kAvx2};
+
+}  // namespace aclnn_cpu::conv
