@@ -7,12 +7,13 @@
 namespace aclnn_cpu::conv {
 
 // forward
-extern const Algorithm kDepthwiseForward;     // algo_depthwise.cpp
-extern const Algorithm kPointwiseForward;     // algo_pointwise.cpp
-extern const Algorithm kGridDirectForward;    // algo_grid_direct.cpp
-extern const Algorithm kGridGemmForward;      // algo_grid_gemm.cpp
-extern const Algorithm kImplicitGemmForward;  // algo_implicit_gemm.cpp
-extern const Algorithm kIm2colGemmForward;    // algo_im2col_gemm.cpp
+extern const Algorithm kDepthwiseForward;      // algo_depthwise.cpp
+extern const Algorithm kPointwiseForward;      // algo_pointwise.cpp
+extern const Algorithm kStridedDirectForward;  // algo_strided_direct.cpp
+extern const Algorithm kGridDirectForward;     // algo_grid_direct.cpp
+extern const Algorithm kGridGemmForward;       // algo_grid_gemm.cpp
+extern const Algorithm kImplicitGemmForward;   // algo_implicit_gemm.cpp
+extern const Algorithm kIm2colGemmForward;     // algo_im2col_gemm.cpp
 
 // backward_data
 extern const Algorithm kDepthwiseData;
