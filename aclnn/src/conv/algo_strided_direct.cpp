@@ -332,13 +332,17 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
               g.stride[1] * o1 - g.pad_before[1], x_p);
     const float* pk = packed + grp * pk_g;
     const int64_t ob_stride = Cig * K * 8;
-    for (int64_t ob = 0; ob < blocks; ob += 3)  // weights of 3 blocks x a chunk stay in L1
+    // Weights of up to 3 blocks x a channel chunk stay in L1 (groups as the kernel splits them).
+    const int64_t groups3 = ceil_div(blocks, 3);
+    for (int64_t gi = 0, ob = 0, nb = 0; gi < groups3; ++gi, ob += nb) {
+      nb = blocks / groups3 + (gi < blocks % groups3);
       for (int64_t c0 = 0; c0 < Cig; c0 += b.cblock)
         for (int64_t r = 0; r < rows; ++r)
-          strided_forward_avx2(std::min<int64_t>(3, blocks - ob), n, std::min(b.cblock, Cig - c0),
-                               K, off, x_p + c0 * f.cplane + g.stride[1] * r * f.Wx, f.cplane,
-                               g.stride[2], pk + ob * ob_stride + c0 * K * 8, ob_stride,
+          strided_forward_avx2(nb, n, std::min(b.cblock, Cig - c0), K, off,
+                               x_p + c0 * f.cplane + g.stride[1] * r * f.Wx, f.cplane, g.stride[2],
+                               pk + ob * ob_stride + c0 * K * 8, ob_stride,
                                y_t + r * n * f.mp + ob * 8, f.mp, c0 > 0);
+    }
     float* y = o.out + (s * g.C_out + grp * Cog) * g.out_size() + (od * g.out[1] + o1) * n;
     for (int64_t r = 0; r < rows; ++r)
       positions_to_channels_avx2(y_t + r * n * f.mp, f.mp, n, Cog, y + r * n, g.out_size());

@@ -1,7 +1,7 @@
 // strided_direct.h's AVX2 + FMA kernels. The forward tile is 3 vectors of output channels x 4
 // positions (12 accumulators): per (channel, tap) 3 weight loads and 4 broadcasts for 12 FMAs,
-// oneDNN's jit_avx2 forward balance. No standard-library template is instantiated inside the
-// target region.
+// oneDNN's jit_avx2 forward balance; fewer channel vectors take more positions (2 x 6, 1 x 12). No
+// standard-library template is instantiated inside the target region.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -21,7 +21,6 @@ namespace aclnn_cpu::conv {
 namespace {
 
 constexpr int kMaxV = 3;  // vectors of 8 output channels per tile
-constexpr int kMaxP = 4;  // positions per tile
 
 template <int V, int P>
 void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int64_t cstride,
@@ -56,10 +55,15 @@ void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int6
 using Tile = void (*)(int64_t, int64_t, const int64_t*, const float*, int64_t, int64_t,
                       const float*, int64_t, float*, int64_t, bool);
 
-template <int V>
-constexpr Tile kTilesP[kMaxP + 1] = {nullptr, forward_tile<V, 1>, forward_tile<V, 2>,
-                                     forward_tile<V, 3>, forward_tile<V, 4>};
-constexpr const Tile* kTiles[kMaxV + 1] = {nullptr, kTilesP<1>, kTilesP<2>, kTilesP<3>};
+// Positions per tile by vectors of output channels: 12 accumulators each (3 x 4, 2 x 6, 1 x 12),
+// enough independent FMAs to cover their latency.
+constexpr int kPositions[kMaxV + 1] = {0, 12, 6, 4};
+
+template <int V, int... P>
+constexpr Tile kTileList[] = {nullptr, forward_tile<V, P>...};
+constexpr const Tile* kTiles[kMaxV + 1] = {
+    nullptr, kTileList<1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>, kTileList<2, 1, 2, 3, 4, 5, 6>,
+    kTileList<3, 1, 2, 3, 4>};
 
 inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -70,13 +74,17 @@ inline int64_t min64(int64_t a, int64_t b) {
 void strided_forward_avx2(int64_t blocks, int64_t n, int64_t C, int64_t T, const int64_t* off,
                           const float* x, int64_t cstride, int64_t xstep, const float* packed,
                           int64_t ob_stride, float* yt, int64_t ldy, bool add) {
-  for (int64_t p0 = 0; p0 < n; p0 += kMaxP) {
-    const int np = static_cast<int>(min64(kMaxP, n - p0));
-    for (int64_t ob = 0; ob < blocks; ob += kMaxV) {
-      const int nv = static_cast<int>(min64(kMaxV, blocks - ob));
+  // Blocks in nearly equal groups of at most 3 (4 -> 2 + 2, not 3 + 1).
+  const int64_t groups = (blocks + kMaxV - 1) / kMaxV;
+  for (int64_t gi = 0, ob = 0; gi < groups; ++gi) {
+    const int nv = static_cast<int>(blocks / groups + (gi < blocks % groups));
+    const int64_t step = kPositions[nv];
+    for (int64_t p0 = 0; p0 < n; p0 += step) {
+      const int np = static_cast<int>(min64(step, n - p0));
       kTiles[nv][np](C, T, off, x + p0 * xstep, cstride, xstep, packed + ob * ob_stride, ob_stride,
                      yt + p0 * ldy + ob * 8, ldy, add);
     }
+    ob += nv;
   }
 }
 
