@@ -1,26 +1,31 @@
-// strided_direct: the fp32 weight gradient of strided convolutions (a transposed convolution's
-// weight gradient is one: x and dy swapped) by the direct weight kernel of direct_grid.h, reading
-// the input at its own resolution. No phase planes: the kernel broadcasts x, so a stride is only
-// a larger step between the positions it reads.
+// strided_direct: fp32 strided convolutions computed on the input at its own resolution, with
+// no phase planes (grid_direct splits a strided input into them and computes the grid's extra
+// columns). A transposed convolution's gradients are exactly these: its data gradient is a
+// strided forward of dy, its weight gradient a strided weight gradient with x and dy swapped.
+// Both forms broadcast the input, so a stride is only a larger step between the values read.
 //
-//   task (batch range, group, channel block), per sample, output plane od and block of output
-//   rows: dy_t [rows][pitch][m16] = dy of those rows channels-last; x_t [kd][row][col][cb16] = the
-//   zero-padded input rows they read, channels-last, kd over the kernel's D taps; then
-//   dwt [T, nc, m16] += the kernel over runs of about kCallPositions output positions, and at the
-//   end dw block = dwt transposed back.
+//   forward          task (sample, group, output plane, block of output rows): x_p = the rows the
+//                    block reads, zero-padded, as they are (NCHW); tiles of up to 3 vectors of 8
+//                    output channels x positions (strided_direct_avx2.cpp, oneDNN's jit_avx2
+//                    orientation) into a position-major block, transposed to y at the end.
+//                    Weights of a tile's channel blocks x a channel chunk stay in L1.
+//   backward_weight  task (batch range, group, channel block), per sample, output plane and block
+//                    of output rows: dy_t [rows][pitch][m16] (dy channels-last) and
+//                    x_t [kd][row][col][cb16] (the rows read, zero-padded, channels-last); then
+//                    dwt [K, nc, m16] += direct_grid.h's weight kernel on runs of about
+//                    kCallPositions positions; at the end the dw block = dwt transposed back.
+//                    The kernel steps x by ldx per output column and pitch * ldx per output row:
+//                    with ldx = s2 * cb16 and pitch = s1 * Wx / s2 (Wx a multiple of s2) that is s2
+//                    input columns and s1 input rows; dy_t rows are `pitch` positions apart to
+//                    match (only the first out[2] of each are written and read).
 //
-// The kernel steps x by ldx per output column and by pitch * ldx per output row; with
-// ldx = s2 * cb16 and pitch = s1 * Wx / s2 (Wx a multiple of s2) that is s2 input columns and s1
-// input rows, and dy_t rows are laid out `pitch` positions apart to match (only the first out[2]
-// of each are written or read).
+// Measured against grid_direct on an AVX2-only Zen 3 (1 thread; see the commits): ct2d_decoder
+// forward 4.29 -> 3.85 ms, weight gradient 4.6 -> 4.06 ms (runs of 64 positions keep a call's dy_t
+// and x_t lines in L1; grid_direct's 128 do not); ct3d 7.4 -> 6.0 and 6.5-7.3 -> 5.9 ms.
 //
-// Against grid_direct (phase planes split, then transposed; 128 positions per kernel call) on an
-// AVX2-only Zen 3, 1 thread: no split pass, and runs of 64 positions keep dy_t's and x_t's lines
-// of one call in L1 (ct2d_decoder's weight gradient 4.60 -> see the commit message).
-//
-// Cost rules: fp32 on AVX2 (unmeasured with AVX-512's wider tiles, so not preferred there), a
-// stride above 1, above ~4M multiply-adds, at least 8 input and at most 64 output channels per
-// group (grid_direct's AVX2 tile rules).
+// Cost rules (both primitives): fp32 on AVX2 (unmeasured with AVX-512's wider tiles, so not
+// preferred there), a stride above 1, above ~4M multiply-adds, at least 8 input and at most 64
+// output channels per group (grid_direct's AVX2 tile rules; the shapes measured).
 #include <cstring>
 
 #include "conv/algo_support.h"
@@ -99,15 +104,21 @@ Fit common(const Problem& p) {
   return f;
 }
 
-Fit plan(const Problem& p) {
-  Fit f = common(p);
-  if (!f.applies) return f;
-  const ConvGeometry& g = p.g;
+// Fewer than 8 input channels leave the weight tiles part empty; above 64 output channels per
+// group the GEMM lowerings were faster for grid_direct's AVX2 tiles, and these are the same.
+void channel_rules(Fit& f, const ConvGeometry& g) {
   if (f.preferred && (g.cin_g() < 8 || g.cout_g() > 64)) {
     f.preferred = false;
     f.reason = g.cin_g() < 8 ? "fewer than 8 input channels per group"
                              : "more than 64 output channels per group";
   }
+}
+
+Fit plan(const Problem& p) {
+  Fit f = common(p);
+  if (!f.applies) return f;
+  const ConvGeometry& g = p.g;
+  channel_rules(f, g);
   plan_weight_split(p, 4, std::min<int64_t>(g.cin_g(), kMaxChannels), f.b);
   f.b.rows = block_rows(g, f.b.cblock);
   const Frame fr = frame_of(g, f.b.cblock, f.b.rows);
@@ -117,6 +128,16 @@ Fit plan(const Problem& p) {
                    round16(16 * std::max(g.in[2], g.out[2]));
   f.b.shared_elems = round16(2 * T);  // the taps' x_t offsets (int64)
   return f;
+}
+
+// Asks for the cache lines of `channels` source rows of n elements, `cstride` apart (fp32 only):
+// the copies below read many rows at once, more streams than the hardware prefetcher follows.
+void prefetch_rows(const Source& src, int64_t channels, int64_t cstride, int64_t n) {
+  if (src.kind != SrcKind::kF32) return;
+  for (int64_t c = 0; c < channels; ++c) {
+    const char* p = static_cast<const char*>(src.at(c * cstride).data);
+    for (int64_t b = 0; b < n * 4; b += 64) __builtin_prefetch(p + b);
+  }
 }
 
 // dst[k * ld_dst + c] = row c of src (cnt rows of n elements, row stride ld_src) at element k,
@@ -163,6 +184,7 @@ void build_x_t(const ConvGeometry& g, const Frame& f, const Source& x, int64_t n
       std::memset(dst, 0, static_cast<size_t>(lo * f.cb16) * sizeof(float));
       std::memset(dst + hi * f.cb16, 0, static_cast<size_t>((f.Wx - hi) * f.cb16) * sizeof(float));
       const Source row = x.at((id * g.in[1] + ih) * W + lo - pb2);
+      if (ih + 1 < g.in[1]) prefetch_rows(row.at(W), nc, S_in, hi - lo);
       for (int64_t c = 0; c < nc; c += 16)
         rows_to_channels_last(row.at(c * S_in), S_in, std::min<int64_t>(16, nc - c), hi - lo,
                               dst + lo * f.cb16 + c, f.cb16, stage);
@@ -265,11 +287,8 @@ Fit plan_forward(const Problem& p) {
   Fit f = common(p);
   if (!f.applies) return f;
   const ConvGeometry& g = p.g;
-  // The forward's own rule: a reduction (input channels x taps) long enough for the tiles.
-  if (f.preferred && g.col_rows() < 32) {
-    f.preferred = false;
-    f.reason = "reduction (C_in/g x taps) below 32";
-  }
+  // Measured only where the weight gradient's rules hold (transposed convolutions' shapes).
+  channel_rules(f, g);
   f.b.rows = fwd_rows(g);
   const FwdFrame fr = fwd_frame(g, f.b.rows);
   f.b.cblock = std::clamp<int64_t>(kChunkBytes / (24 * g.k_size() * 4), 1, g.cin_g());
