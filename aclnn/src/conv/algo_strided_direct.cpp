@@ -248,7 +248,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
 
 // ---- forward: x at its own resolution, oneDNN's orientation (strided_direct.h) ----
 
-constexpr int64_t kFwdBlockBytes = int64_t{128} << 10;  // x_p + y_t of one row block
+constexpr int64_t kFwdBlockBytes = int64_t{256} << 10;  // x_p + y_t of one row block
 constexpr int64_t kChunkBytes = int64_t{16} << 10;      // packed weights of a 3-block tile
 
 // x_p [c][kd][i][j] = x[c][s0*od - pb0 + kd*d0][s1*o1 - pb1 + i][j - pb2] (zero outside) for a

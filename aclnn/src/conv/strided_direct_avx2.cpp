@@ -94,12 +94,18 @@ void positions_to_channels_avx2(const float* src, int64_t ld_src, int64_t n, int
     const int64_t np = min64(8, n - p0);
     const __m256i pm = gemm::first_lanes8(np);
     for (int64_t o0 = 0; o0 < m; o0 += 8) {
-      const __m256i om = gemm::first_lanes8(m - o0);
+      const int64_t no = min64(8, m - o0);
       __m256 v[8];
+      if (np == 8 && no == 8) {  // whole 8 x 8 blocks: plain loads and stores
+        for (int i = 0; i < 8; ++i) v[i] = _mm256_loadu_ps(src + (p0 + i) * ld_src + o0);
+        gemm::transpose8(v);
+        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (o0 + i) * ld_dst + p0, v[i]);
+        continue;
+      }
+      const __m256i om = gemm::first_lanes8(no);
       for (int i = 0; i < 8; ++i)
         v[i] = i < np ? _mm256_maskload_ps(src + (p0 + i) * ld_src + o0, om) : _mm256_setzero_ps();
       gemm::transpose8(v);  // v[i] = channel o0 + i over positions p0..p0+7
-      const int64_t no = min64(8, m - o0);
       for (int64_t i = 0; i < no; ++i) _mm256_maskstore_ps(dst + (o0 + i) * ld_dst + p0, pm, v[i]);
     }
   }
