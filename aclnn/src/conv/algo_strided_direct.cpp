@@ -330,14 +330,18 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
     off[q] = (kd * f.Rx + kh * g.dil[1]) * f.Wx + kw * g.dil[2];
   }
   float* packed = o.shared + round16(2 * K);
-  for_tasks(g.groups, [&](int64_t grp) {  // [ob][c][q][8], zero past Cog
+  // [ob][c][q][8], zero past Cog; fp32 weights read directly (Source::value's dtype switch per
+  // element cost 1-2% of ct2d_decoder's call).
+  const float* w32 =
+      o.wsrc.kind == SrcKind::kF32 ? static_cast<const float*>(o.wsrc.data) : nullptr;
+  for_tasks(g.groups, [&](int64_t grp) {
     float* pk = packed + grp * pk_g;
     for (int64_t ob = 0; ob < blocks; ++ob)
       for (int64_t c = 0; c < Cig; ++c)
         for (int64_t q = 0; q < K; ++q, pk += 8)
           for (int64_t i = 0; i < 8; ++i) {
-            const int64_t oc = ob * 8 + i;
-            pk[i] = oc < Cog ? o.wsrc.value(((grp * Cog + oc) * Cig + c) * K + q) : 0.0f;
+            const int64_t oc = ob * 8 + i, at = ((grp * Cog + oc) * Cig + c) * K + q;
+            pk[i] = oc >= Cog ? 0.0f : w32 ? w32[at] : o.wsrc.value(at);
           }
   });
   const int64_t row_blocks = ceil_div(g.out[1], f.rows), per_sample = g.out[0] * row_blocks;
