@@ -230,7 +230,9 @@ void band_row(const TapGrid& tg, const Copier& copier, int64_t src_cstride, int6
       // The source rows two grid rows on (the same phase) are asked for, so the next calls find
       // them in cache: a band row reads phases x channels source rows, too many streams for the
       // hardware prefetcher, and each copy waited on its loads.
-      const bool ahead = inside && i1 + 2 * tg.src_stride[1] < S1;
+      // Unit-stride bands keep to the hardware prefetcher (their reads were not measured slow).
+      const bool strided = tg.src_stride[0] > 1 || tg.src_stride[1] > 1 || s2 > 1;
+      const bool ahead = strided && inside && i1 + 2 * tg.src_stride[1] < S1;
       for (int64_t c = 0; c < channels; ++c) {
         T* base = dst + c * dst_cstride + (p0 * n1 + p1) * n2 * phase_stride;
         const int64_t row = c * src_cstride + row0;
