@@ -81,7 +81,8 @@ ConvCase Case(const char* label, naive::ConvGeom g, uint64_t seed) {
 }
 
 // Larger than the sweeps' shapes: GEMM blocking edges, several grid row blocks, partial tiles of
-// the direct kernels (channel counts not multiples of 8, 12 or 16), 3d, dilation, groups.
+// the direct kernels (channel counts not multiples of 8, 12 or 16), 3d, dilation, groups, and
+// strided_direct's row blocks and long rows.
 std::vector<ConvCase> SizedCases() {
   return {
       Case("edges3x3", MakeGeom({2, 20, 19, 23}, {35, 20, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), 3),
@@ -89,6 +90,10 @@ std::vector<ConvCase> SizedCases() {
       Case("narrow5x5", MakeGeom({2, 12, 14, 14}, {20, 12, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1), 15),
       Case("stride2_wide", MakeGeom({1, 3, 9, 70}, {8, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1), 13),
       Case("stride3", MakeGeom({1, 5, 10, 40}, {6, 5, 4, 5}, {3, 3}, {1, 2}, {1, 1}, 1), 14),
+      // Strided with rows longer than a weight-kernel call (75 > 64 positions), several row
+      // blocks with a short last one, and 5 blocks of 8 output channels (tiles of 3 + 2).
+      Case("stride2_blocks", MakeGeom({1, 20, 22, 150}, {36, 20, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1),
+           16),
       Case("dilated", MakeGeom({1, 16, 21, 20}, {24, 16, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1), 5),
       Case("grouped", MakeGeom({2, 24, 14, 13}, {36, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3), 6),
       Case("conv3d",

@@ -7,12 +7,13 @@
 namespace aclnn_cpu::conv {
 
 // forward
-extern const Algorithm kDepthwiseForward;     // algo_depthwise.cpp
-extern const Algorithm kPointwiseForward;     // algo_pointwise.cpp
-extern const Algorithm kGridDirectForward;    // algo_grid_direct.cpp
-extern const Algorithm kGridGemmForward;      // algo_grid_gemm.cpp
-extern const Algorithm kImplicitGemmForward;  // algo_implicit_gemm.cpp
-extern const Algorithm kIm2colGemmForward;    // algo_im2col_gemm.cpp
+extern const Algorithm kDepthwiseForward;      // algo_depthwise.cpp
+extern const Algorithm kPointwiseForward;      // algo_pointwise.cpp
+extern const Algorithm kStridedDirectForward;  // algo_strided_direct.cpp
+extern const Algorithm kGridDirectForward;     // algo_grid_direct.cpp
+extern const Algorithm kGridGemmForward;       // algo_grid_gemm.cpp
+extern const Algorithm kImplicitGemmForward;   // algo_implicit_gemm.cpp
+extern const Algorithm kIm2colGemmForward;     // algo_im2col_gemm.cpp
 
 // backward_data
 extern const Algorithm kDepthwiseData;
@@ -27,6 +28,7 @@ extern const Algorithm kCol2imGemmData;  // algo_col2im_gemm.cpp
 // backward_weight
 extern const Algorithm kDepthwiseWeight;
 extern const Algorithm kPointwiseWeight;
+extern const Algorithm kStridedDirectWeight;  // algo_strided_direct.cpp
 extern const Algorithm kGridDirectWeight;
 extern const Algorithm kGridGemmWeight;
 extern const Algorithm kImplicitGemmWeight;

@@ -45,4 +45,8 @@ struct Source {
   void convert(int64_t n, int64_t stride, float* dst) const;
 };
 
+// dst[i] = fp16 (bf16 == false) or bf16 element i of src as fp32, for i < n: exact, bit for bit
+// Source::value's. AVX2 + F16C only (source_avx2.cpp).
+void convert_16bit_avx2(bool bf16, const uint16_t* src, int64_t n, float* dst);
+
 }  // namespace aclnn_cpu::conv

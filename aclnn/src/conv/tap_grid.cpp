@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "conv/direct_grid.h"
 #include "gemm/sgemm.h"
@@ -146,18 +147,33 @@ void grid_taps(const ConvGeometry& g, const TapGrid& tg, GridTap* taps) {
 namespace {
 
 // How build_band_row copies source runs: converting a Source to fp32, or copying 16-bit bits.
+// fp32 sources as they are copy inline (a band row is many short runs: a call and a dtype switch
+// per run cost more than the copy), with the ISA of the stride-2 split looked up once.
 struct ConvertCopier {
   using Dst = float;
   Source src;
+  const float* f32 = nullptr;  // src.data when it is fp32 as is, else null
+  int split = 0;               // stride-2 split kernel: 2 AVX-512, 1 AVX2, 0 none
+
+  explicit ConvertCopier(const Source& s) : src(s) {
+    if (s.kind != SrcKind::kF32) return;
+    f32 = static_cast<const float*>(s.data);
+    split = gemm::have_avx512() ? 2 : gemm::isa() >= gemm::Isa::kAvx2 ? 1 : 0;
+  }
   // dst[k] = source element at + k * stride, for k < n.
   void run(int64_t at, int64_t n, int64_t stride, float* dst) const {
-    src.at(at).convert(n, stride, dst);
+    if (!f32) return src.at(at).convert(n, stride, dst);
+    if (stride == 1) {
+      if (n > 0) std::memcpy(dst, f32 + at, static_cast<size_t>(n) * sizeof(float));
+      return;
+    }
+    for (int64_t k = 0; k < n; ++k) dst[k] = f32[at + k * stride];
   }
   // Stride 2, both phases in one pass (fp32 as is only); false: copy them one by one.
   bool split2(int64_t at, int64_t n, float* even, float* odd) const {
-    if (src.kind != SrcKind::kF32 || !gemm::have_avx512()) return false;
-    direct_split2_avx512(static_cast<const float*>(src.data) + at, n, even, odd);
-    return true;
+    if (split == 2) direct_split2_avx512(f32 + at, n, even, odd);
+    if (split == 1) phase_split2_avx2(f32 + at, n, even, odd);
+    return split != 0;
   }
 };
 
@@ -169,6 +185,16 @@ struct BitsCopier {
   }
   bool split2(int64_t, int64_t, uint16_t*, uint16_t*) const { return false; }
 };
+
+// Asks for the cache lines of source elements [at, at + n) (fp32 sources only).
+template <typename Copier>
+void prefetch_row(const Copier& copier, int64_t at, int64_t n) {
+  if constexpr (std::is_same_v<Copier, ConvertCopier>) {
+    if (!copier.f32) return;
+    const char* p = reinterpret_cast<const char*>(copier.f32 + at);
+    for (int64_t b = 0; b < n * 4; b += 64) __builtin_prefetch(p + b);
+  }
+}
 
 template <typename Copier>
 void band_row(const TapGrid& tg, const Copier& copier, int64_t src_cstride, int64_t channels,
@@ -195,22 +221,30 @@ void band_row(const TapGrid& tg, const Copier& copier, int64_t src_cstride, int6
     if (tg.phase_rank[0][a] >= 0) a0s[n0++] = a;
     if (tg.phase_rank[1][a] >= 0) a1s[n1++] = a;
   }
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t p0 = 0; p0 < n0; ++p0)
-      for (int64_t p1 = 0; p1 < n1; ++p1) {
+  for (int64_t p0 = 0; p0 < n0; ++p0)
+    for (int64_t p1 = 0; p1 < n1; ++p1) {
+      const int64_t i0 = tg.src_stride[0] * (r / Hp + tg.lo[0]) + a0s[p0];
+      const int64_t i1 = tg.src_stride[1] * (r % Hp + tg.lo[1]) + a1s[p1];
+      const bool inside = i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < S1;
+      const int64_t row0 = inside ? (i0 * S1 + i1) * S2 : 0;
+      // The source rows two grid rows on (the same phase) are asked for, so the next calls find
+      // them in cache: a band row reads phases x channels source rows, too many streams for the
+      // hardware prefetcher, and each copy waited on its loads.
+      // Unit-stride bands keep to the hardware prefetcher (their reads were not measured slow).
+      const bool strided = tg.src_stride[0] > 1 || tg.src_stride[1] > 1 || s2 > 1;
+      const bool ahead = strided && inside && i1 + 2 * tg.src_stride[1] < S1;
+      for (int64_t c = 0; c < channels; ++c) {
         T* base = dst + c * dst_cstride + (p0 * n1 + p1) * n2 * phase_stride;
-        const int64_t i0 = tg.src_stride[0] * (r / Hp + tg.lo[0]) + a0s[p0];
-        const int64_t i1 = tg.src_stride[1] * (r % Hp + tg.lo[1]) + a1s[p1];
-        const bool inside = i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < S1;
-        const int64_t row = c * src_cstride + (inside ? (i0 * S1 + i1) * S2 : 0);
+        const int64_t row = c * src_cstride + row0;
+        if (ahead) prefetch_row(copier, row + 2 * tg.src_stride[1] * S2, S2);
         const bool interior_done =
             inside && pair && in1 > in0 &&
             copier.split2(row + 2 * (in0 + lo2), in1 - in0, base + in0, base + phase_stride + in0);
         for (int64_t p = 0; p < n2; ++p) {
           T* d = base + p * phase_stride;
           const int64_t lo = inside ? w0[p] : 0, hi = inside ? w1[p] : 0;
-          std::fill(d, d + lo, T(0));
-          std::fill(d + hi, d + Wp, T(0));
+          for (int64_t k = 0; k < lo; ++k) d[k] = T(0);
+          for (int64_t k = hi; k < Wp; ++k) d[k] = T(0);
           if (!inside || hi <= lo) continue;
           const int64_t at = row + s2 * (lo + lo2) + a2s[p];  // source column of grid column lo
           if (!interior_done) {
@@ -221,13 +255,14 @@ void band_row(const TapGrid& tg, const Copier& copier, int64_t src_cstride, int6
           copier.run(at + s2 * (in1 - lo), hi - in1, s2, d + in1);
         }
       }
+    }
 }
 
 }  // namespace
 
 void build_band_row(const TapGrid& tg, const Source& src, int64_t src_cstride, int64_t channels,
                     int64_t r, float* dst, int64_t dst_cstride, int64_t phase_stride) {
-  band_row(tg, ConvertCopier{src}, src_cstride, channels, r, dst, dst_cstride, phase_stride);
+  band_row(tg, ConvertCopier(src), src_cstride, channels, r, dst, dst_cstride, phase_stride);
 }
 
 void build_band_row(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t channels,

@@ -99,6 +99,10 @@ void scatter_block(const TapGrid& tg, const float* block, int64_t ld, int64_t ch
 void gather_block(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,
                   int64_t r0, int64_t r1, float* grid, int64_t ld);
 
+// even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n: the two phase planes of a stride-2 row
+// (AVX2 + FMA; call only where gemm::isa() is at least kAvx2).
+void phase_split2_avx2(const float* src, int64_t n, float* even, float* odd);
+
 // Zeroes the dst positions of every output of the grid (a data-gradient phase no tap reaches).
 void zero_outputs(const TapGrid& tg, int64_t channels, float* dst, int64_t dst_cstride);
 

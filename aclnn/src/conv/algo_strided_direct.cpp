@@ -1,0 +1,395 @@
+// strided_direct: fp32 strided convolutions computed on the input at its own resolution, with
+// no phase planes (grid_direct splits a strided input into them and computes the grid's extra
+// columns). A transposed convolution's gradients are exactly these: its data gradient is a
+// strided forward of dy, its weight gradient a strided weight gradient with x and dy swapped.
+// Both forms broadcast the input, so a stride is only a larger step between the values read.
+//
+//   forward          task (sample, group, output plane, block of output rows): x_p = the rows the
+//                    block reads, zero-padded, as they are (NCHW); tiles of up to 3 vectors of 8
+//                    output channels x positions (strided_direct_avx2.cpp, oneDNN's jit_avx2
+//                    orientation) into a position-major block, transposed to y at the end.
+//                    Weights of a tile's channel blocks x a channel chunk stay in L1.
+//   backward_weight  task (batch range, group, channel block), per sample, output plane and block
+//                    of output rows: dy_t [rows][pitch][m16] (dy channels-last) and
+//                    x_t [kd][row][col][cb16] (the rows read, zero-padded, channels-last); then
+//                    dwt [K, nc, m16] += direct_grid.h's weight kernel on runs of about
+//                    kCallPositions positions; at the end the dw block = dwt transposed back.
+//                    The kernel steps x by ldx per output column and pitch * ldx per output row:
+//                    with ldx = s2 * cb16 and pitch = s1 * Wx / s2 (Wx a multiple of s2) that is s2
+//                    input columns and s1 input rows; dy_t rows are `pitch` positions apart to
+//                    match (only the first out[2] of each are written and read).
+//
+// Measured against grid_direct on an AVX2-only Zen 3 (1 thread; see the commits): ct2d_decoder
+// forward 4.29 -> 3.85 ms, weight gradient 4.6 -> 4.06 ms (runs of 64 positions keep a call's dy_t
+// and x_t lines in L1; grid_direct's 128 do not); ct3d 7.4 -> 6.0 and 6.5-7.3 -> 5.9 ms.
+//
+// Cost rules (both primitives): fp32 on AVX2 (unmeasured with AVX-512's wider tiles, so not
+// preferred there), a stride above 1, above ~4M multiply-adds, at least 8 input and at most 64
+// output channels per group (grid_direct's AVX2 tile rules; the shapes measured).
+#include <cstring>
+
+#include "conv/algo_support.h"
+#include "conv/algorithms.h"
+#include "conv/direct_grid.h"
+#include "conv/strided_direct.h"
+#include "gemm/sgemm.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+constexpr double kMinMacs = double(1 << 22);
+constexpr int64_t kCallPositions = 64;               // output positions per kernel call
+constexpr int64_t kBlockBytes = int64_t{256} << 10;  // dy_t + x_t of one row block
+constexpr int64_t kMaxChannels = 96;                 // input channels per task
+
+int64_t round16(int64_t v) {
+  return ceil_div(v, 16) * 16;
+}
+
+// The padded channels-last layout of one block of output rows.
+struct Frame {
+  int64_t m16 = 0, cb16 = 0;  // output channels, block channels (rounded up to 16)
+  int64_t Wx = 0;             // x_t columns (input columns s2*o2 - pb2 + j)
+  int64_t pitch = 0;          // dy_t / kernel row pitch, in output positions
+  int64_t rows = 0;           // output rows per block
+  int64_t Rx = 0;             // x_t rows per kd (input rows s1*o1 - pb1 + i)
+
+  int64_t dy_elems() const { return round16(rows * pitch * m16); }
+  int64_t x_elems(int64_t k0) const { return round16(k0 * Rx * Wx * cb16); }
+};
+
+Frame frame_of(const ConvGeometry& g, int64_t cblock, int64_t rows) {
+  Frame f;
+  f.m16 = round16(g.cout_g());
+  f.cb16 = round16(cblock);
+  const int64_t s1 = g.stride[1], s2 = g.stride[2];
+  const int64_t width = s2 * (g.out[2] - 1) + g.dil[2] * (g.k[2] - 1) + 1;
+  f.Wx = ceil_div(width, s2) * s2;
+  f.pitch = s1 * f.Wx / s2;
+  f.rows = rows;
+  f.Rx = s1 * (rows - 1) + g.dil[1] * (g.k[1] - 1) + 1;
+  return f;
+}
+
+// Output rows per block: as many as keep dy_t and x_t within kBlockBytes (at least 1).
+int64_t block_rows(const ConvGeometry& g, int64_t cblock) {
+  int64_t rows = g.out[1];
+  while (rows > 1) {
+    const Frame f = frame_of(g, cblock, rows);
+    if ((f.dy_elems() + f.x_elems(g.k[0])) * 4 <= kBlockBytes) break;
+    rows = ceil_div(rows, 2);
+  }
+  return rows;
+}
+
+// The rules both primitives share.
+Fit common(const Problem& p) {
+  Fit f;
+  const ConvGeometry& g = p.g;
+  const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
+  if (p.fp64 || !p.packed_gemm()) {
+    f.reason = "needs fp32 and AVX2 or AVX-512";
+    return f;
+  }
+  if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
+    f.reason = "empty";
+    return f;
+  }
+  f.applies = true;
+  f.preferred = strided && !p.avx512() && p.macs() >= kMinMacs;
+  f.reason = !strided              ? "unit stride: grid_direct's grid has no extra phases"
+             : p.avx512()          ? "measured on AVX2 only"
+             : p.macs() < kMinMacs ? "below 4M multiply-adds"
+                                   : "strided: the input read at its own resolution";
+  return f;
+}
+
+// Fewer than 8 input channels leave the weight tiles part empty; above 64 output channels per
+// group the GEMM lowerings were faster for grid_direct's AVX2 tiles, and these are the same.
+void channel_rules(Fit& f, const ConvGeometry& g) {
+  if (f.preferred && (g.cin_g() < 8 || g.cout_g() > 64)) {
+    f.preferred = false;
+    f.reason = g.cin_g() < 8 ? "fewer than 8 input channels per group"
+                             : "more than 64 output channels per group";
+  }
+}
+
+Fit plan(const Problem& p) {
+  Fit f = common(p);
+  if (!f.applies) return f;
+  const ConvGeometry& g = p.g;
+  channel_rules(f, g);
+  plan_weight_split(p, 4, std::min<int64_t>(g.cin_g(), kMaxChannels), f.b);
+  f.b.rows = block_rows(g, f.b.cblock);
+  const Frame fr = frame_of(g, f.b.cblock, f.b.rows);
+  const int64_t T = g.k_size();
+  // dy_t, x_t, dwt, then 16 converted rows of a non-fp32 source (staged for the transposes).
+  f.b.slot_elems = fr.dy_elems() + fr.x_elems(g.k[0]) + round16(T * fr.cb16 * fr.m16) +
+                   round16(16 * std::max(g.in[2], g.out[2]));
+  f.b.shared_elems = round16(2 * T);  // the taps' x_t offsets (int64)
+  return f;
+}
+
+// Asks for the cache lines of `channels` source rows of n elements, `cstride` apart (fp32 only):
+// the copies below read many rows at once, more streams than the hardware prefetcher follows.
+void prefetch_rows(const Source& src, int64_t channels, int64_t cstride, int64_t n) {
+  if (src.kind != SrcKind::kF32) return;
+  for (int64_t c = 0; c < channels; ++c) {
+    const char* p = static_cast<const char*>(src.at(c * cstride).data);
+    for (int64_t b = 0; b < n * 4; b += 64) __builtin_prefetch(p + b);
+  }
+}
+
+// dst[k * ld_dst + c] = row c of src (cnt rows of n elements, row stride ld_src) at element k,
+// for k < n, c < 16 (zero for c >= cnt). fp32 sources are read in place, others converted into
+// `stage` first.
+void rows_to_channels_last(const Source& src, int64_t ld_src, int64_t cnt, int64_t n, float* dst,
+                           int64_t ld_dst, float* stage) {
+  if (src.kind == SrcKind::kF32) {
+    direct_transpose(static_cast<const float*>(src.data), ld_src, cnt, n, dst, ld_dst, 16);
+    return;
+  }
+  for (int64_t c = 0; c < cnt; ++c) src.at(c * ld_src).convert(n, 1, stage + c * n);
+  direct_transpose(stage, n, cnt, n, dst, ld_dst, 16);
+}
+
+// dy_t[r * pitch + j][o] = dy[o][od][o1 + r][j] for r < rows, j < out[2], o < Cog (zero to m16).
+void build_dy_t(const ConvGeometry& g, const Frame& f, const Source& dy, int64_t od, int64_t o1,
+                int64_t rows, float* stage, float* dy_t) {
+  const int64_t S_out = g.out_size(), Cog = g.cout_g(), n = g.out[2];
+  for (int64_t r = 0; r < rows; ++r) {
+    const Source row = dy.at((od * g.out[1] + o1 + r) * n);
+    for (int64_t o = 0; o < f.m16; o += 16)
+      rows_to_channels_last(row.at(o * S_out), S_out, std::clamp<int64_t>(Cog - o, 0, 16), n,
+                            dy_t + r * f.pitch * f.m16 + o, f.m16, stage);
+  }
+}
+
+// x_t[(kd * Rx + i) * Wx + j][c] = x[c][s0*od - pb0 + kd*d0][i0 + i][j - pb2] for c < nc, zero
+// outside the input.
+void build_x_t(const ConvGeometry& g, const Frame& f, const Source& x, int64_t nc, int64_t od,
+               int64_t i0, float* stage, float* x_t) {
+  const int64_t S_in = g.in_size(), W = g.in[2], pb2 = g.pad_before[2];
+  const int64_t lo = std::clamp<int64_t>(pb2, 0, f.Wx), hi = std::clamp<int64_t>(pb2 + W, lo, f.Wx);
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    const int64_t id = g.stride[0] * od - g.pad_before[0] + kd * g.dil[0];
+    for (int64_t i = 0; i < f.Rx; ++i) {
+      const int64_t ih = i0 + i;
+      float* dst = x_t + (kd * f.Rx + i) * f.Wx * f.cb16;
+      const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && hi > lo;
+      if (!inside) {
+        std::memset(dst, 0, static_cast<size_t>(f.Wx * f.cb16) * sizeof(float));
+        continue;
+      }
+      std::memset(dst, 0, static_cast<size_t>(lo * f.cb16) * sizeof(float));
+      std::memset(dst + hi * f.cb16, 0, static_cast<size_t>((f.Wx - hi) * f.cb16) * sizeof(float));
+      const Source row = x.at((id * g.in[1] + ih) * W + lo - pb2);
+      if (ih + 1 < g.in[1]) prefetch_rows(row.at(W), nc, S_in, hi - lo);
+      for (int64_t c = 0; c < nc; c += 16)
+        rows_to_channels_last(row.at(c * S_in), S_in, std::min<int64_t>(16, nc - c), hi - lo,
+                              dst + lo * f.cb16 + c, f.cb16, stage);
+    }
+  }
+}
+
+// The kernel over output rows [0, rows) of a block: runs of about kCallPositions positions.
+void block_kernel(const ConvGeometry& g, const Frame& f, int64_t nc, const int64_t* off,
+                  const float* x_t, const float* dy_t, int64_t rows, float* dwt) {
+  const int64_t n = g.out[2], T = g.k_size(), ldx = g.stride[2] * f.cb16;
+  const int64_t xrow = g.stride[1] * f.Wx * f.cb16;  // x_t elements per output row
+  if (n > kCallPositions) {                          // long rows: column chunks of one row
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; j += kCallPositions)
+        direct_grid_weight(f.m16, nc, T, off, x_t + r * xrow + j * ldx, ldx,
+                           dy_t + (r * f.pitch + j) * f.m16, f.m16, 1,
+                           std::min(kCallPositions, n - j), f.pitch, dwt);
+    return;
+  }
+  const int64_t per_call = std::max<int64_t>(1, kCallPositions / n);
+  for (int64_t r = 0; r < rows; r += per_call)
+    direct_grid_weight(f.m16, nc, T, off, x_t + r * xrow, ldx, dy_t + r * f.pitch * f.m16, f.m16,
+                       std::min(per_call, rows - r), n, f.pitch, dwt);
+}
+
+void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size(), rows = g.col_rows();
+  const int64_t S_in = g.in_size(), S_out = g.out_size();
+  const Frame f = frame_of(g, b.cblock, b.rows);
+  int64_t* off = reinterpret_cast<int64_t*>(o.shared);  // tap q -> x_t offset
+  for (int64_t q = 0; q < K; ++q) {
+    const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
+    off[q] = ((kd * f.Rx + kh * g.dil[1]) * f.Wx + kw * g.dil[2]) * f.cb16;
+  }
+  for_weight_tasks(
+      p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
+        float* dy_t = slot_scratch(p, b, o);
+        float* x_t = dy_t + f.dy_elems();
+        float* dwt = x_t + f.x_elems(g.k[0]);  // [K, nc, m16]
+        float* stage = dwt + round16(K * f.cb16 * f.m16);
+        std::memset(dwt, 0, static_cast<size_t>(K * nc * f.m16) * sizeof(float));
+        for (int64_t n = n0; n < n1; ++n) {
+          const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
+          const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
+          for (int64_t od = 0; od < g.out[0]; ++od)
+            for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
+              const int64_t r = std::min(f.rows, g.out[1] - o1);
+              build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
+              build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
+              block_kernel(g, f, nc, off, x_t, dy_t, r, dwt);
+            }
+        }
+        for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q] = dwt[q][c][o]
+          for (int64_t c = 0; c < nc; ++c)
+            for (int64_t q = 0; q < K; ++q)
+              dst[oc * rows + c * K + q] = dwt[(q * nc + c) * f.m16 + oc];
+      });
+}
+
+// ---- forward: x at its own resolution, oneDNN's orientation (strided_direct.h) ----
+
+constexpr int64_t kFwdBlockBytes = int64_t{256} << 10;  // x_p + y_t of one row block
+constexpr int64_t kChunkBytes = int64_t{16} << 10;      // packed weights of a 3-block tile
+
+// x_p [c][kd][i][j] = x[c][s0*od - pb0 + kd*d0][s1*o1 - pb1 + i][j - pb2] (zero outside) for a
+// block of `rows` output rows; y_t [position][mp] the block's outputs position-major.
+struct FwdFrame {
+  int64_t Wx = 0, Rx = 0, rows = 0, cplane = 0, mp = 0;
+  int64_t x_elems(int64_t C) const { return round16(C * cplane); }
+  int64_t y_elems(int64_t n) const { return round16(rows * n * mp); }
+};
+
+FwdFrame fwd_frame(const ConvGeometry& g, int64_t rows) {
+  FwdFrame f;
+  f.Wx = g.stride[2] * (g.out[2] - 1) + g.dil[2] * (g.k[2] - 1) + 1;
+  f.Rx = g.stride[1] * (rows - 1) + g.dil[1] * (g.k[1] - 1) + 1;
+  f.rows = rows;
+  f.cplane = g.k[0] * f.Rx * f.Wx;
+  f.mp = ceil_div(g.cout_g(), 8) * 8;
+  return f;
+}
+
+int64_t fwd_rows(const ConvGeometry& g) {
+  int64_t rows = g.out[1];
+  while (rows > 1) {
+    const FwdFrame f = fwd_frame(g, rows);
+    if ((f.x_elems(g.cin_g()) + f.y_elems(g.out[2])) * 4 <= kFwdBlockBytes) break;
+    rows = ceil_div(rows, 2);
+  }
+  return rows;
+}
+
+int64_t packed_elems(const ConvGeometry& g) {
+  return ceil_div(g.cout_g(), 8) * 8 * g.cin_g() * g.k_size();
+}
+
+Fit plan_forward(const Problem& p) {
+  Fit f = common(p);
+  if (!f.applies) return f;
+  const ConvGeometry& g = p.g;
+  // Measured only where the weight gradient's rules hold (transposed convolutions' shapes).
+  channel_rules(f, g);
+  f.b.rows = fwd_rows(g);
+  const FwdFrame fr = fwd_frame(g, f.b.rows);
+  f.b.cblock = std::clamp<int64_t>(kChunkBytes / (24 * g.k_size() * 4), 1, g.cin_g());
+  f.b.slot_elems = fr.x_elems(g.cin_g()) + fr.y_elems(g.out[2]);
+  f.b.shared_elems = round16(2 * g.k_size()) + g.groups * round16(packed_elems(g));
+  return f;
+}
+
+// x_p of one row block (see FwdFrame), converted from the source's dtype.
+void build_x_p(const ConvGeometry& g, const FwdFrame& f, const Source& x, int64_t od, int64_t i0,
+               float* x_p) {
+  const int64_t W = g.in[2], pb2 = g.pad_before[2];
+  const int64_t lo = std::clamp<int64_t>(pb2, 0, f.Wx), hi = std::clamp<int64_t>(pb2 + W, lo, f.Wx);
+  for (int64_t c = 0; c < g.cin_g(); ++c)
+    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+      const int64_t id = g.stride[0] * od - g.pad_before[0] + kd * g.dil[0];
+      for (int64_t i = 0; i < f.Rx; ++i) {
+        const int64_t ih = i0 + i;
+        float* dst = x_p + c * f.cplane + (kd * f.Rx + i) * f.Wx;
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || hi <= lo) {
+          std::memset(dst, 0, static_cast<size_t>(f.Wx) * sizeof(float));
+          continue;
+        }
+        std::memset(dst, 0, static_cast<size_t>(lo) * sizeof(float));
+        std::memset(dst + hi, 0, static_cast<size_t>(f.Wx - hi) * sizeof(float));
+        x.at(c * g.in_size() + (id * g.in[1] + ih) * W + lo - pb2).convert(hi - lo, 1, dst + lo);
+      }
+    }
+}
+
+void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size(), n = g.out[2];
+  const int64_t blocks = ceil_div(Cog, 8), pk_g = round16(packed_elems(g));
+  const FwdFrame f = fwd_frame(g, b.rows);
+  int64_t* off = reinterpret_cast<int64_t*>(o.shared);  // tap q -> x_p offset
+  for (int64_t q = 0; q < K; ++q) {
+    const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
+    off[q] = (kd * f.Rx + kh * g.dil[1]) * f.Wx + kw * g.dil[2];
+  }
+  float* packed = o.shared + round16(2 * K);
+  // [ob][c][q][8], zero past Cog; fp32 weights read directly (Source::value's dtype switch per
+  // element cost 1-2% of ct2d_decoder's call).
+  const float* w32 =
+      o.wsrc.kind == SrcKind::kF32 ? static_cast<const float*>(o.wsrc.data) : nullptr;
+  for_tasks(g.groups, [&](int64_t grp) {
+    float* pk = packed + grp * pk_g;
+    for (int64_t ob = 0; ob < blocks; ++ob)
+      for (int64_t c = 0; c < Cig; ++c)
+        for (int64_t q = 0; q < K; ++q, pk += 8)
+          for (int64_t i = 0; i < 8; ++i) {
+            const int64_t oc = ob * 8 + i, at = ((grp * Cog + oc) * Cig + c) * K + q;
+            pk[i] = oc >= Cog ? 0.0f : w32 ? w32[at] : o.wsrc.value(at);
+          }
+  });
+  const int64_t row_blocks = ceil_div(g.out[1], f.rows), per_sample = g.out[0] * row_blocks;
+  for_tasks(g.N * g.groups * per_sample, [&](int64_t t) {
+    const int64_t blk = t % per_sample, ng = t / per_sample, grp = ng % g.groups, s = ng / g.groups;
+    const int64_t od = blk / row_blocks, o1 = blk % row_blocks * f.rows;
+    const int64_t rows = std::min(f.rows, g.out[1] - o1);
+    float* x_p = slot_scratch(p, b, o);
+    float* y_t = x_p + f.x_elems(Cig);
+    build_x_p(g, f, o.xsrc.at((s * g.C_in + grp * Cig) * g.in_size()), od,
+              g.stride[1] * o1 - g.pad_before[1], x_p);
+    const float* pk = packed + grp * pk_g;
+    const int64_t ob_stride = Cig * K * 8;
+    // Weights of up to 3 blocks x a channel chunk stay in L1 (groups as the kernel splits them).
+    const int64_t groups3 = ceil_div(blocks, 3);
+    for (int64_t gi = 0, ob = 0, nb = 0; gi < groups3; ++gi, ob += nb) {
+      nb = blocks / groups3 + (gi < blocks % groups3);
+      for (int64_t c0 = 0; c0 < Cig; c0 += b.cblock)
+        for (int64_t r = 0; r < rows; ++r)
+          strided_forward_avx2(nb, n, std::min(b.cblock, Cig - c0), K, off,
+                               x_p + c0 * f.cplane + g.stride[1] * r * f.Wx, f.cplane, g.stride[2],
+                               pk + ob * ob_stride + c0 * K * 8, ob_stride,
+                               y_t + r * n * f.mp + ob * 8, f.mp, c0 > 0);
+    }
+    float* y = o.out + (s * g.C_out + grp * Cog) * g.out_size() + (od * g.out[1] + o1) * n;
+    for (int64_t r = 0; r < rows; ++r)
+      positions_to_channels_avx2(y_t + r * n * f.mp, f.mp, n, Cog, y + r * n, g.out_size());
+  });
+}
+
+}  // namespace
+
+const Algorithm kStridedDirectForward{"strided_direct",
+                                      Primitive::kForward,
+                                      plan_forward,
+                                      forward,
+                                      /*run_f64=*/nullptr,
+                                      /*run_bf16=*/nullptr,
+                                      /*reads_sources=*/true,
+                                      /*needs_isa=*/gemm::Isa::kAvx2};
+
+const Algorithm kStridedDirectWeight{"strided_direct",
+                                     Primitive::kBackwardWeight,
+                                     plan,
+                                     backward_weight,
+                                     /*run_f64=*/nullptr,
+                                     /*run_bf16=*/nullptr,
+                                     /*reads_sources=*/true,
+                                     /*needs_isa=*/gemm::Isa::kAvx2};
+
+}  // namespace aclnn_cpu::conv

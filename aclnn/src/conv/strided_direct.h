@@ -1,0 +1,25 @@
+// The AVX2 + FMA kernels of strided_direct's forward (algo_strided_direct.cpp): a strided
+// convolution computed on the input at its own resolution, in oneDNN's orientation (vectors of 8
+// output channels, input values broadcast), so a stride is only a larger step between the
+// positions a tile broadcasts from. Call only where gemm::isa() is at least kAvx2.
+#pragma once
+
+#include <cstdint>
+
+namespace aclnn_cpu::conv {
+
+// Packed weights: blocks of 8 output channels, packed[ob * ob_stride + (c * T + t) * 8 + i].
+//
+// yt[p * ldy + o] = (add ? yt[p * ldy + o] : 0) + sum_{c < C, t < T} packed(o, c, t) *
+//                   x[c * cstride + off[t] + p * xstep]
+// for p < n positions and o < 8 * blocks output channels (ldy a multiple of 8).
+void strided_forward_avx2(int64_t blocks, int64_t n, int64_t C, int64_t T, const int64_t* off,
+                          const float* x, int64_t cstride, int64_t xstep, const float* packed,
+                          int64_t ob_stride, float* yt, int64_t ldy, bool add);
+
+// dst[o * ld_dst + p] = src[p * ld_src + o] for o < m, p < n: position-major rows back to
+// channel rows (any strides and alignment).
+void positions_to_channels_avx2(const float* src, int64_t ld_src, int64_t n, int64_t m, float* dst,
+                                int64_t ld_dst);
+
+}  // namespace aclnn_cpu::conv
