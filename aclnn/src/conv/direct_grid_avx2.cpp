@@ -5,8 +5,9 @@
 //   forward  4 output channels (half of a packed block of 8) x 24 columns (3 ymm) = 12
 //            accumulators; per (channel, tap) 3 loads of the band and 4 broadcasts for 12 FMAs
 //            (the two halves of a block read the same band vectors, from L1 the second time);
-//            narrow rows (at most 8 columns) one vector per row, as the AVX-512 kernel does
-//            for rows of up to 16.
+//            narrow rows one vector per row (at most 8 columns) or two (9 to 16: mnist2's 14 of
+//            an 18-column grid row cost 16 lanes, not 18), as the AVX-512 kernel does for rows
+//            of up to 16 with one.
 //   weight   32 output channels (4 ymm) x 3 input channels, or 16 x 6 where only 16 remain:
 //            12 accumulators, 7 or 8 loads per 12 FMAs.
 //
@@ -38,28 +39,32 @@ inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
-// acc[o][v] = sum_{c, t} w[c][t][o] * x[c * plane + off[t] + vs * v + lane] for OB (<= 4) output
+// acc[o][v] = sum_{c, t} w[c][t][o] * x[c * plane + off[t] + at[v] + lane] for OB (<= 4) output
 // channels of a packed block (w points at the block's first channel of this half) and PV vectors
-// of columns; with kTail, mask[v] selects the valid lanes. `add`: start from `out`.
+// of columns starting at columns at[v]; with kTail, mask[v] selects the valid lanes. `add`: start
+// from `out`.
 template <int OB, int PV, bool kTail>
 void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int64_t plane,
                   const float* w, float* out, int64_t ldo, const __m256i* mask, bool add,
-                  int64_t vs) {
+                  const int64_t* at) {
+  int64_t vo[PV];
+#pragma GCC unroll 16
+  for (int v = 0; v < PV; ++v) vo[v] = at[v];
   __m256 acc[OB][PV];
 #pragma GCC unroll 16
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 16
     for (int v = 0; v < PV; ++v)
       acc[o][v] = !add    ? _mm256_setzero_ps()
-                  : kTail ? _mm256_maskload_ps(out + o * ldo + vs * v, mask[v])
-                          : _mm256_loadu_ps(out + o * ldo + vs * v);
+                  : kTail ? _mm256_maskload_ps(out + o * ldo + vo[v], mask[v])
+                          : _mm256_loadu_ps(out + o * ldo + vo[v]);
   for (int64_t c = 0; c < C; ++c, x += plane, w += T * kOB) {
     for (int64_t t = 0; t < T; ++t) {
       const float* xp = x + off[t];
       __m256 xv[PV];
 #pragma GCC unroll 16
       for (int v = 0; v < PV; ++v)
-        xv[v] = kTail ? _mm256_maskload_ps(xp + vs * v, mask[v]) : _mm256_loadu_ps(xp + vs * v);
+        xv[v] = kTail ? _mm256_maskload_ps(xp + vo[v], mask[v]) : _mm256_loadu_ps(xp + vo[v]);
       const float* wt = w + t * kOB;
 #pragma GCC unroll 16
       for (int o = 0; o < OB; ++o) {
@@ -73,7 +78,7 @@ void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int6
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 16
     for (int v = 0; v < PV; ++v) {
-      float* dst = out + o * ldo + vs * v;
+      float* dst = out + o * ldo + vo[v];
       if (kTail) {
         _mm256_maskstore_ps(dst, mask[v], acc[o][v]);
       } else {
@@ -83,7 +88,7 @@ void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int6
 }
 
 using ForwardTile = void (*)(int64_t, int64_t, const int64_t*, const float*, int64_t, const float*,
-                             float*, int64_t, const __m256i*, bool, int64_t);
+                             float*, int64_t, const __m256i*, bool, const int64_t*);
 
 template <int PV, bool kTail>
 constexpr ForwardTile kTiles[kHalf + 1] = {nullptr, forward_tile<1, PV, kTail>,
@@ -138,39 +143,65 @@ constexpr WeightTile kWeight16[7] = {nullptr,           weight_tile<2, 1>, weigh
                                      weight_tile<2, 3>, weight_tile<2, 4>, weight_tile<2, 5>,
                                      weight_tile<2, 6>};
 
+// Runs the forward tiles over one group of PV (or fewer, masked) column vectors starting at
+// columns at[v] of x and out: every channel chunk, every 4-channel half of the packed blocks.
+void forward_vectors(int64_t m, int64_t C, int64_t T, const int64_t* off, const float* x,
+                     int64_t plane, const float* packed, float* out, int64_t ldo, int64_t c_chunk,
+                     const int64_t* at, const __m256i* mask, int64_t vectors, bool tail) {
+  ForwardTile tiles[kHalf + 1];
+  for (int r = 1; r <= kHalf; ++r) tiles[r] = forward_tile_for(r, vectors, tail);
+  // Channels in chunks whose band window stays in L1 while every output block reads it.
+  for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
+    const int64_t cc = min64(c_chunk, C - c0);
+    for (int64_t o0 = 0; o0 < m; o0 += kHalf) {
+      const int rows = static_cast<int>(min64(kHalf, m - o0));
+      const int64_t block = o0 / kOB * kOB, half = o0 - block;
+      tiles[rows](cc, T, off, x + c0 * plane, plane, packed + (block * C + c0 * kOB) * T + half,
+                  out + o0 * ldo, ldo, mask, c0 > 0, at);
+    }
+  }
+}
+
 }  // namespace
 
 void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                               const float* x, int64_t plane, const float* packed, float* out,
                               int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
-  // Rows of at most 8 columns: tiles of 3 rows, one masked vector per row. Wider rows (the
-  // AVX-512 kernel takes up to 16 by rows) run flat over all n columns.
-  const bool by_rows = row_len > 0 && row_len <= 8;
-  const int64_t step = by_rows ? kPV * pitch : kTileCols;
-  for (int64_t j0 = 0; j0 < n; j0 += step) {
-    __m256i mask[kPV];
-    ForwardTile tiles[kHalf + 1];
-    if (by_rows) {
+  __m256i mask[kPV];
+  int64_t at[kPV];
+  if (row_len > 0 && row_len <= 8) {
+    // Rows of at most 8 columns: tiles of 3 rows, one masked vector per row.
+    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(row_len), at[v] = v * pitch;
+    for (int64_t j0 = 0; j0 < n; j0 += kPV * pitch) {
       const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(row_len);
-      for (int r = 1; r <= kHalf; ++r) tiles[r] = forward_tile_for(r, rows, true);
-    } else {
-      const int64_t cols = min64(kTileCols, n - j0);
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(cols - 8 * v);
-      for (int r = 1; r <= kHalf; ++r)
-        tiles[r] = forward_tile_for(r, (cols + 7) / 8, cols < kTileCols);
+      forward_vectors(m, C, T, off, x + j0, plane, packed, out + j0, ldo, c_chunk, at, mask, rows,
+                      true);
     }
-    // Channels in chunks whose band window stays in L1 while every output block reads it.
-    for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
-      const int64_t cc = min64(c_chunk, C - c0);
-      for (int64_t o0 = 0; o0 < m; o0 += kHalf) {
-        const int rows = static_cast<int>(min64(kHalf, m - o0));
-        const int64_t block = o0 / kOB * kOB, half = o0 - block;
-        tiles[rows](cc, T, off, x + c0 * plane + j0, plane,
-                    packed + (block * C + c0 * kOB) * T + half, out + o0 * ldo + j0, ldo, mask,
-                    c0 > 0, by_rows ? pitch : 8);
+    return;
+  }
+  if (row_len > 8 && row_len <= 16 && pitch > 16) {
+    // Rows of 9 to 16 columns: two whole vectors per row (16 lanes, not the pitch's columns), in
+    // tiles of 3 vectors taken in row order. Lanes past row_len compute the row's extra columns,
+    // which the caller drops; they stay inside the row (pitch > 16), and the band's slack row
+    // covers the last row's reads.
+    const int64_t rows = (n + pitch - 1) / pitch, vecs = 2 * rows;
+    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(8);
+    for (int64_t k0 = 0; k0 < vecs; k0 += kPV) {
+      const int64_t count = min64(kPV, vecs - k0);
+      for (int64_t v = 0; v < kPV; ++v) {
+        const int64_t k = min64(k0 + v, vecs - 1) - k0;  // unused vectors repeat the last
+        at[v] = (k0 + k) / 2 * pitch + (k0 + k) % 2 * 8;
       }
+      forward_vectors(m, C, T, off, x, plane, packed, out, ldo, c_chunk, at, mask, count,
+                      count < kPV);
     }
+    return;
+  }
+  for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {  // flat over all n columns
+    const int64_t cols = min64(kTileCols, n - j0);
+    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(cols - 8 * v), at[v] = 8 * v;
+    forward_vectors(m, C, T, off, x + j0, plane, packed, out + j0, ldo, c_chunk, at, mask,
+                    (cols + 7) / 8, cols < kTileCols);
   }
 }
 
