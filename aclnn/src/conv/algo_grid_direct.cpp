@@ -166,7 +166,16 @@ void dy_channels_last(const TapGrid& tg, const Source& dy, int64_t S_out, int64_
     const int64_t valid = o1 < tg.out[1] ? n : 0;  // rows between 3d planes are all padding
     const Source row = dy.at((o0 * tg.out[1] + o1) * n);
     if (valid > 0 && dy.kind == SrcKind::kF32) {
-      direct_transpose(static_cast<const float*>(row.data), S_out, Cog, n, dst, m16, m16);
+      const float* src = static_cast<const float*>(row.data);
+      // The transpose reads Cog rows S_out apart, which the hardware prefetcher misses: fetch
+      // each channel's row 4 grid rows ahead (within the sample's dy).
+      const int64_t ahead = 4 * n;
+      if ((o0 * tg.out[1] + o1) * n + ahead + n <= S_out)
+        for (int64_t o = 0; o < Cog; ++o) {
+          __builtin_prefetch(src + o * S_out + ahead);
+          __builtin_prefetch(src + o * S_out + ahead + n - 1);
+        }
+      direct_transpose(src, S_out, Cog, n, dst, m16, m16);
     } else if (valid > 0) {  // other dtypes: 16 channels converted into `stage`, then transposed
       for (int64_t o = 0; o < m16; o += 16) {
         const int64_t cnt = std::clamp<int64_t>(Cog - o, 0, 16);

@@ -238,27 +238,63 @@ void band_row(const TapGrid& tg, const RowPlan& rp, const Copier& copier, int64_
     }
 }
 
+// Unit stride, fp32 (the common case: every forward / weight grid of a unit-stride conv and every
+// data grid): one phase, rows copied straight from the source plane. UnitRows walks grid rows in
+// order, giving each row's source offset in a channel (-1: outside the source, all zero).
+struct UnitRows {
+  const TapGrid& tg;
+  int64_t o0, o1;  // grid row r = o0 * Hp + o1
+  UnitRows(const TapGrid& t, int64_t r) : tg(t), o0(r / t.Hp()), o1(r % t.Hp()) {}
+  int64_t offset() const {
+    const int64_t i0 = o0 + tg.lo[0], i1 = o1 + tg.lo[1];
+    const bool inside = i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < tg.src_size[1];
+    return inside ? (i0 * tg.src_size[1] + i1) * tg.src_size[2] : -1;
+  }
+  void next() {
+    if (++o1 == tg.Hp()) o1 = 0, ++o0;
+  }
+};
+
+bool unit_f32(const TapGrid& tg, const Source& src) {
+  return tg.phases() == 1 && src.kind == SrcKind::kF32 && tg.src_stride[0] == 1 &&
+         tg.src_stride[1] == 1 && tg.src_stride[2] == 1;
+}
+
+// d[0, Wp) = the row at source offset `at` (-1: zeros) placed at grid columns [w0, w1).
+inline void unit_row(const float* src, int64_t at, int64_t w0, int64_t w1, int64_t lo2, int64_t Wp,
+                     float* d) {
+  if (at < 0) w0 = w1 = 0;
+  for (int64_t k = 0; k < w0; ++k) d[k] = 0.0f;
+  if (w1 > w0) {
+    const float* s = src + at + lo2;
+    for (int64_t k = w0; k < w1; ++k) d[k] = s[k];
+  }
+  for (int64_t k = w1; k < Wp; ++k) d[k] = 0.0f;
+}
+
 }  // namespace
 
 void build_band_row(const TapGrid& tg, const Source& src, int64_t src_cstride, int64_t channels,
                     int64_t r, float* dst, int64_t dst_cstride, int64_t phase_stride) {
   const RowPlan rp(tg);
-  const ConvertCopier copier{src};
-  // Callers go row by row over several channels, a pattern the hardware prefetcher misses: fetch
-  // the next rows' source ahead (fp32, unit stride: the weight gradient's bands).
-  const bool ahead = src.kind == SrcKind::kF32 && tg.phases() == 1;
-  const int64_t next = 4 * tg.src_size[2], S = tg.src_size[0] * tg.src_size[1] * tg.src_size[2];
-  for (int64_t c = 0; c < channels; ++c) {
-    band_row(tg, rp, copier, c * src_cstride, r, dst + c * dst_cstride, phase_stride);
-    if (!ahead) continue;
-    const int64_t i0 = r / tg.Hp() + tg.lo[0], i1 = r % tg.Hp() + tg.lo[1];
-    const int64_t at = (i0 * tg.src_size[1] + i1) * tg.src_size[2] + next;
-    if (at >= 0 && at + tg.src_size[2] <= S) {
-      const float* p = static_cast<const float*>(src.data) + c * src_cstride + at;
-      __builtin_prefetch(p);
-      __builtin_prefetch(p + tg.src_size[2] - 1);
+  if (unit_f32(tg, src)) {
+    // Callers go row by row over several channels, a pattern the hardware prefetcher misses:
+    // fetch each channel's row 4 ahead.
+    const float* base = static_cast<const float*>(src.data);
+    const int64_t at = UnitRows(tg, r).offset(), ahead = UnitRows(tg, r + 4).offset();
+    for (int64_t c = 0; c < channels; ++c) {
+      unit_row(base + c * src_cstride, at, rp.w0[0], rp.w1[0], tg.lo[2], tg.Wp(),
+               dst + c * dst_cstride);
+      if (ahead >= 0) {
+        __builtin_prefetch(base + c * src_cstride + ahead);
+        __builtin_prefetch(base + c * src_cstride + ahead + tg.src_size[2] - 1);
+      }
     }
+    return;
   }
+  const ConvertCopier copier{src};
+  for (int64_t c = 0; c < channels; ++c)
+    band_row(tg, rp, copier, c * src_cstride, r, dst + c * dst_cstride, phase_stride);
 }
 
 void build_band_row(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t channels,
@@ -276,6 +312,16 @@ void build_band(const TapGrid& tg, const Source& src, int64_t src_cstride, int64
                 int64_t r0, int64_t rows, int64_t plane, float* band) {
   const int64_t count = tg.band_rows(rows), cstride = tg.phases() * plane;
   const RowPlan rp(tg);
+  if (unit_f32(tg, src)) {
+    const float* base = static_cast<const float*>(src.data);
+    for (int64_t c = 0; c < channels; ++c) {
+      UnitRows walk(tg, r0);
+      for (int64_t i = 0; i < count; ++i, walk.next())
+        unit_row(base + c * src_cstride, walk.offset(), rp.w0[0], rp.w1[0], tg.lo[2], tg.Wp(),
+                 band + c * cstride + i * tg.Wp());
+    }
+    return;
+  }
   const ConvertCopier copier{src};
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t i = 0; i < count; ++i)
