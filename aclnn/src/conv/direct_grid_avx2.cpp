@@ -95,11 +95,12 @@ constexpr ForwardTile kTiles[kHalf + 1] = {nullptr, forward_tile<1, PV, kTail>,
                                            forward_tile<2, PV, kTail>, forward_tile<3, PV, kTail>,
                                            forward_tile<4, PV, kTail>};
 
-ForwardTile forward_tile_for(int rows, int64_t vectors, bool tail) {
-  if (!tail && vectors == kPV) return kTiles<kPV, false>[rows];
-  if (vectors >= 3) return kTiles<3, true>[rows];
-  if (vectors == 2) return kTiles<2, true>[rows];
-  return kTiles<1, true>[rows];
+// The tiles (by output-channel count 1..4) for `vectors` column vectors, masked with `tail`.
+const ForwardTile* forward_tiles_for(int64_t vectors, bool tail) {
+  if (!tail && vectors == kPV) return kTiles<kPV, false>;
+  if (vectors >= 3) return kTiles<3, true>;
+  if (vectors == 2) return kTiles<2, true>;
+  return kTiles<1, true>;
 }
 
 // acc[v][i] = dwt[t][c0 + i][o0 + 8 v ..] += sum_j xt[(j + off) * ldx + c0 + i] * dyt[j][o0 + 8 v]
@@ -143,65 +144,65 @@ constexpr WeightTile kWeight16[7] = {nullptr,           weight_tile<2, 1>, weigh
                                      weight_tile<2, 3>, weight_tile<2, 4>, weight_tile<2, 5>,
                                      weight_tile<2, 6>};
 
-// Runs the forward tiles over one group of PV (or fewer, masked) column vectors starting at
-// columns at[v] of x and out: every channel chunk, every 4-channel half of the packed blocks.
-void forward_vectors(int64_t m, int64_t C, int64_t T, const int64_t* off, const float* x,
-                     int64_t plane, const float* packed, float* out, int64_t ldo, int64_t c_chunk,
+// Runs the forward tiles of channels [c0, c0 + cc) over one group of PV (or fewer, masked) column
+// vectors starting at columns at[v] of x and out, every 4-channel half of the packed blocks.
+void forward_vectors(int64_t m, int64_t C, int64_t c0, int64_t cc, int64_t T, const int64_t* off,
+                     const float* x, int64_t plane, const float* packed, float* out, int64_t ldo,
                      const int64_t* at, const __m256i* mask, int64_t vectors, bool tail) {
-  ForwardTile tiles[kHalf + 1];
-  for (int r = 1; r <= kHalf; ++r) tiles[r] = forward_tile_for(r, vectors, tail);
-  // Channels in chunks whose band window stays in L1 while every output block reads it.
-  for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
-    const int64_t cc = min64(c_chunk, C - c0);
-    for (int64_t o0 = 0; o0 < m; o0 += kHalf) {
-      const int rows = static_cast<int>(min64(kHalf, m - o0));
-      const int64_t block = o0 / kOB * kOB, half = o0 - block;
-      tiles[rows](cc, T, off, x + c0 * plane, plane, packed + (block * C + c0 * kOB) * T + half,
-                  out + o0 * ldo, ldo, mask, c0 > 0, at);
-    }
+  const ForwardTile* tiles = forward_tiles_for(vectors, tail);
+  for (int64_t o0 = 0; o0 < m; o0 += kHalf) {
+    const int rows = static_cast<int>(min64(kHalf, m - o0));
+    const int64_t block = o0 / kOB * kOB, half = o0 - block;
+    tiles[rows](cc, T, off, x + c0 * plane, plane, packed + (block * C + c0 * kOB) * T + half,
+                out + o0 * ldo, ldo, mask, c0 > 0, at);
   }
 }
 
 }  // namespace
 
+// Channel chunks outermost, each swept over all columns: a chunk's band stays in L2 while every
+// tap row re-reads it (3d: the kernel's depth reaches a whole grid plane back, which the
+// column-outer order had long evicted: c3d_video's data gradient stalled on its band loads), and
+// the output block, re-read once per chunk, streams in order.
 void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                               const float* x, int64_t plane, const float* packed, float* out,
                               int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
   __m256i mask[kPV];
   int64_t at[kPV];
-  if (row_len > 0 && row_len <= 8) {
-    // Rows of at most 8 columns: tiles of 3 rows, one masked vector per row.
-    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(row_len), at[v] = v * pitch;
-    for (int64_t j0 = 0; j0 < n; j0 += kPV * pitch) {
-      const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
-      forward_vectors(m, C, T, off, x + j0, plane, packed, out + j0, ldo, c_chunk, at, mask, rows,
-                      true);
-    }
-    return;
-  }
-  if (row_len > 8 && row_len <= 16 && pitch > 16) {
-    // Rows of 9 to 16 columns: two whole vectors per row (16 lanes, not the pitch's columns), in
-    // tiles of 3 vectors taken in row order. Lanes past row_len compute the row's extra columns,
-    // which the caller drops; they stay inside the row (pitch > 16), and the band's slack row
-    // covers the last row's reads.
-    const int64_t rows = (n + pitch - 1) / pitch, vecs = 2 * rows;
-    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(8);
-    for (int64_t k0 = 0; k0 < vecs; k0 += kPV) {
-      const int64_t count = min64(kPV, vecs - k0);
-      for (int64_t v = 0; v < kPV; ++v) {
-        const int64_t k = min64(k0 + v, vecs - 1) - k0;  // unused vectors repeat the last
-        at[v] = (k0 + k) / 2 * pitch + (k0 + k) % 2 * 8;
+  for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
+    const int64_t cc = min64(c_chunk, C - c0);
+    if (row_len > 0 && row_len <= 8) {
+      // Rows of at most 8 columns: tiles of 3 rows, one masked vector per row.
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(row_len), at[v] = v * pitch;
+      for (int64_t j0 = 0; j0 < n; j0 += kPV * pitch) {
+        const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
+        forward_vectors(m, C, c0, cc, T, off, x + j0, plane, packed, out + j0, ldo, at, mask, rows,
+                        true);
       }
-      forward_vectors(m, C, T, off, x, plane, packed, out, ldo, c_chunk, at, mask, count,
-                      count < kPV);
+    } else if (row_len > 8 && row_len <= 16 && pitch > 16) {
+      // Rows of 9 to 16 columns: two whole vectors per row (16 lanes, not the pitch's columns),
+      // in tiles of 3 vectors taken in row order. Lanes past row_len compute the row's extra
+      // columns, which the caller drops; they stay inside the row (pitch > 16), and the band's
+      // slack row covers the last row's reads.
+      const int64_t vecs = 2 * ((n + pitch - 1) / pitch);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(8);
+      for (int64_t k0 = 0; k0 < vecs; k0 += kPV) {
+        const int64_t count = min64(kPV, vecs - k0);
+        for (int64_t v = 0; v < kPV; ++v) {
+          const int64_t k = min64(k0 + v, vecs - 1);  // unused vectors repeat the last
+          at[v] = k / 2 * pitch + k % 2 * 8;
+        }
+        forward_vectors(m, C, c0, cc, T, off, x, plane, packed, out, ldo, at, mask, count,
+                        count < kPV);
+      }
+    } else {
+      for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {  // flat over all n columns
+        const int64_t cols = min64(kTileCols, n - j0);
+        for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(cols - 8 * v), at[v] = 8 * v;
+        forward_vectors(m, C, c0, cc, T, off, x + j0, plane, packed, out + j0, ldo, at, mask,
+                        (cols + 7) / 8, cols < kTileCols);
+      }
     }
-    return;
-  }
-  for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {  // flat over all n columns
-    const int64_t cols = min64(kTileCols, n - j0);
-    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(cols - 8 * v), at[v] = 8 * v;
-    forward_vectors(m, C, T, off, x + j0, plane, packed, out + j0, ldo, c_chunk, at, mask,
-                    (cols + 7) / 8, cols < kTileCols);
   }
 }
 
