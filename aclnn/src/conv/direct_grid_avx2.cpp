@@ -34,6 +34,7 @@ constexpr int kOB = static_cast<int>(kDirectOcBlock);  // packed weight block (8
 constexpr int kHalf = 4;                               // output channels per tile
 constexpr int kPV = 3;                                 // 8-column vectors per tile
 constexpr int64_t kTileCols = 8 * kPV;
+constexpr int64_t kReuseBytes = int64_t{128} << 10;  // a quarter of Zen 3's L2
 
 inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -158,52 +159,77 @@ void forward_vectors(int64_t m, int64_t C, int64_t c0, int64_t cc, int64_t T, co
   }
 }
 
+// The forward's column groups: up to PV vectors of output columns at once (at[v] from column j0,
+// masked past the row or the end).
+struct ColumnGroups {
+  int64_t n, row_len, pitch;
+  int mode;  // 0: flat over n columns; 1: rows of <= 8, one vector each; 2: rows of 9-16, two
+
+  ColumnGroups(int64_t n_, int64_t row_len_, int64_t pitch_)
+      : n(n_), row_len(row_len_), pitch(pitch_) {
+    mode = row_len > 0 && row_len <= 8 ? 1 : row_len > 8 && row_len <= 16 && pitch > 16 ? 2 : 0;
+  }
+  int64_t count() const {
+    const int64_t rows = (n + pitch - 1) / pitch;
+    return mode == 1   ? (rows + kPV - 1) / kPV
+           : mode == 2 ? (2 * rows + kPV - 1) / kPV
+                       : (n + kTileCols - 1) / kTileCols;
+  }
+  // Group i: its first column j0, vector starts at[] (from j0), masks, vector count, masked.
+  void get(int64_t i, int64_t* j0, int64_t* at, __m256i* mask, int64_t* vectors, bool* tail) const {
+    if (mode == 1) {  // rows of at most 8 columns: 3 rows, one masked vector per row
+      *j0 = i * kPV * pitch;
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(row_len), at[v] = v * pitch;
+      *vectors = min64(kPV, (n - *j0 + pitch - 1) / pitch), *tail = true;
+    } else if (mode == 2) {
+      // Rows of 9 to 16 columns: two whole vectors per row (16 lanes, not the pitch's columns),
+      // 3 vectors in row order. Lanes past row_len compute the row's extra columns, which the
+      // caller drops; they stay inside the row (pitch > 16), and the band's slack row covers the
+      // last row's reads.
+      const int64_t vecs = 2 * ((n + pitch - 1) / pitch), k0 = i * kPV;
+      *j0 = 0;
+      for (int v = 0; v < kPV; ++v) {
+        const int64_t k = min64(k0 + v, vecs - 1);  // unused vectors repeat the last
+        mask[v] = gemm::first_lanes8(8), at[v] = k / 2 * pitch + k % 2 * 8;
+      }
+      *vectors = min64(kPV, vecs - k0), *tail = *vectors < kPV;
+    } else {  // flat over all n columns
+      *j0 = i * kTileCols;
+      const int64_t cols = min64(kTileCols, n - *j0);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(cols - 8 * v), at[v] = 8 * v;
+      *vectors = (cols + 7) / 8, *tail = cols < kTileCols;
+    }
+  }
+};
+
 }  // namespace
 
-// Channel chunks outermost, each swept over all columns: a chunk's band stays in L2 while every
-// tap row re-reads it (3d: the kernel's depth reaches a whole grid plane back, which the
-// column-outer order had long evicted: c3d_video's data gradient stalled on its band loads), and
-// the output block, re-read once per chunk, streams in order.
+// Column groups outermost, each through every channel chunk (the accumulators stay in L1), while
+// a band column is re-read soon enough to stay in L2: the taps' reach (their offset range) over
+// all channels within kReuseBytes. Beyond it (3d: the kernel's depth reaches a whole grid plane
+// back, c3d_video's 64 channels x 6846 columns = 1.75 MB; strided grids, whose offsets span their
+// phase planes) chunk by chunk, each swept over all columns, so a chunk's share stays in L2 across
+// its tap rows (column-outer, c3d_video's data gradient stalled on band loads from L3).
 void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                               const float* x, int64_t plane, const float* packed, float* out,
                               int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
+  const ColumnGroups groups(n, row_len, pitch);
+  const int64_t G = groups.count(), chunks = (C + c_chunk - 1) / c_chunk;
+  const int64_t cc = (C + chunks - 1) / chunks;  // equal chunks: no thin last one
+  int64_t lo = off[0], hi = off[0];              // the taps' reach
+  for (int64_t t = 1; t < T; ++t) lo = min64(lo, off[t]), hi = off[t] > hi ? off[t] : hi;
+  const bool chunk_outer = (hi - lo) * C * 4 > kReuseBytes;
   __m256i mask[kPV];
-  int64_t at[kPV];
-  for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
-    const int64_t cc = min64(c_chunk, C - c0);
-    if (row_len > 0 && row_len <= 8) {
-      // Rows of at most 8 columns: tiles of 3 rows, one masked vector per row.
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(row_len), at[v] = v * pitch;
-      for (int64_t j0 = 0; j0 < n; j0 += kPV * pitch) {
-        const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
-        forward_vectors(m, C, c0, cc, T, off, x + j0, plane, packed, out + j0, ldo, at, mask, rows,
-                        true);
-      }
-    } else if (row_len > 8 && row_len <= 16 && pitch > 16) {
-      // Rows of 9 to 16 columns: two whole vectors per row (16 lanes, not the pitch's columns),
-      // in tiles of 3 vectors taken in row order. Lanes past row_len compute the row's extra
-      // columns, which the caller drops; they stay inside the row (pitch > 16), and the band's
-      // slack row covers the last row's reads.
-      const int64_t vecs = 2 * ((n + pitch - 1) / pitch);
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(8);
-      for (int64_t k0 = 0; k0 < vecs; k0 += kPV) {
-        const int64_t count = min64(kPV, vecs - k0);
-        for (int64_t v = 0; v < kPV; ++v) {
-          const int64_t k = min64(k0 + v, vecs - 1);  // unused vectors repeat the last
-          at[v] = k / 2 * pitch + k % 2 * 8;
-        }
-        forward_vectors(m, C, c0, cc, T, off, x, plane, packed, out, ldo, at, mask, count,
-                        count < kPV);
-      }
-    } else {
-      for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {  // flat over all n columns
-        const int64_t cols = min64(kTileCols, n - j0);
-        for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(cols - 8 * v), at[v] = 8 * v;
-        forward_vectors(m, C, c0, cc, T, off, x + j0, plane, packed, out + j0, ldo, at, mask,
-                        (cols + 7) / 8, cols < kTileCols);
-      }
+  int64_t at[kPV], j0 = 0, vectors = 0;
+  bool tail = false;
+  for (int64_t outer = 0; outer < (chunk_outer ? chunks : G); ++outer)
+    for (int64_t inner = 0; inner < (chunk_outer ? G : chunks); ++inner) {
+      const int64_t gi = chunk_outer ? inner : outer, c0 = (chunk_outer ? outer : inner) * cc;
+      if (chunk_outer || inner == 0) groups.get(gi, &j0, at, mask, &vectors, &tail);
+      if (c0 >= C) continue;
+      forward_vectors(m, C, c0, min64(cc, C - c0), T, off, x + j0, plane, packed, out + j0, ldo, at,
+                      mask, vectors, tail);
     }
-  }
 }
 
 void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off, const float* xt,
