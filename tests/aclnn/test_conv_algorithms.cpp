@@ -98,6 +98,10 @@ std::vector<ConvCase> SizedCases() {
       Case("grouped", MakeGeom({2, 24, 14, 13}, {36, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3), 6),
       Case("conv3d",
            MakeGeom({1, 8, 6, 9, 10}, {12, 8, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1), 7),
+      // 3d with enough channels that the AVX2 forward kernel sweeps channel chunks outermost
+      // (the taps' reach, 1014 columns x 40 channels, beyond 128 KB).
+      Case("conv3d_deep",
+           MakeGeom({1, 40, 4, 20, 20}, {8, 40, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1), 16),
       Case("conv1d", MakeGeom({2, 16, 70}, {18, 16, 5}, {1}, {2}, {1}, 1), 8),
       Case("wide_pad", MakeGeom({1, 9, 12, 11}, {17, 9, 3, 3}, {1, 1}, {3, 3}, {1, 1}, 1), 9),
       Case("transposed",

@@ -137,9 +137,12 @@ Fit plan_weight(const Problem& p) {
   const TapGrid tg = forward_grid(g);
   Fit f = applies(p, tg.waste());
   if (!f.applies) return f;
-  // Fewer than 8 input channels make narrow tiles, each dy load feeding few FMAs (first7x7's 3:
-  // 76 vs 63 ms for implicit_gemm).
-  prefer_not(f, g.cin_g() < 8, "fewer than 8 input channels per group");
+  // Fewer than 8 input channels make narrow tiles, each dy load feeding few FMAs (AVX-512,
+  // first7x7's 3: 76 vs 63 ms for implicit_gemm). On AVX2 with a W stride, where implicit_gemm
+  // does not apply, they still beat im2col_gemm's column copies (Zen 3, first7x7, min of 9
+  // calls: 1 thread 99 vs 137 ms, 2 threads 107 vs 211 ms).
+  prefer_not(f, g.cin_g() < 8 && (p.avx512() || g.stride[2] == 1),
+             "fewer than 8 input channels per group");
   // AVX2's tiles are 32 output channels x 3 input channels: above 64 output channels the GEMM
   // lowerings measured faster (Zen 3, 1 thread, 3 runs: c1d_audio's 128 140-176 vs 126-148 ms,
   // stride2's 256 62-90 vs 50-65 ms; at 64, mnist2 17 vs 20 ms and c3d 294-306 vs 308-326).
@@ -166,7 +169,16 @@ void dy_channels_last(const TapGrid& tg, const Source& dy, int64_t S_out, int64_
     const int64_t valid = o1 < tg.out[1] ? n : 0;  // rows between 3d planes are all padding
     const Source row = dy.at((o0 * tg.out[1] + o1) * n);
     if (valid > 0 && dy.kind == SrcKind::kF32) {
-      direct_transpose(static_cast<const float*>(row.data), S_out, Cog, n, dst, m16, m16);
+      const float* src = static_cast<const float*>(row.data);
+      // The transpose reads Cog rows S_out apart, which the hardware prefetcher misses: fetch
+      // each channel's row 4 grid rows ahead (within the sample's dy).
+      const int64_t ahead = 4 * n;
+      if ((o0 * tg.out[1] + o1) * n + ahead + n <= S_out)
+        for (int64_t o = 0; o < Cog; ++o) {
+          __builtin_prefetch(src + o * S_out + ahead);
+          __builtin_prefetch(src + o * S_out + ahead + n - 1);
+        }
+      direct_transpose(src, S_out, Cog, n, dst, m16, m16);
     } else if (valid > 0) {  // other dtypes: 16 channels converted into `stage`, then transposed
       for (int64_t o = 0; o < m16; o += 16) {
         const int64_t cnt = std::clamp<int64_t>(Cog - o, 0, 16);
