@@ -1,0 +1,2 @@
+// Host of the framework libraries' shared precompiled header (tensor/CMakeLists.txt); no code of
+// its own.
