@@ -12,10 +12,6 @@ std::ostream& operator<<(std::ostream& os, ShapeText shape) {
   return os << ']';
 }
 
-ShapeText::operator std::string() const {
-  return cat(*this);
-}
-
 void set_recent_error(std::string message) {
   g_recent_error = std::move(message);
 }

@@ -32,7 +32,6 @@ std::string cat(const Parts&... parts) {
 struct ShapeText {
   const int64_t* dims;
   uint64_t n;
-  operator std::string() const;  // NOLINT(google-explicit-constructor): for message building
 };
 std::ostream& operator<<(std::ostream& os, ShapeText shape);
 inline ShapeText shape_str(const std::vector<int64_t>& dims) {

@@ -130,6 +130,15 @@ Fit plan(const Problem& p) {
   return f;
 }
 
+// off[q] = offset of kernel tap q (kd, kh, kw) in a block of k[0] planes of Rx rows x Wx columns
+// with `elems` floats per column: both primitives' blocks are laid out so.
+void tap_offsets(const ConvGeometry& g, int64_t Rx, int64_t Wx, int64_t elems, int64_t* off) {
+  for (int64_t q = 0; q < g.k_size(); ++q) {
+    const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
+    off[q] = ((kd * Rx + kh * g.dil[1]) * Wx + kw * g.dil[2]) * elems;
+  }
+}
+
 // Asks for the cache lines of `channels` source rows of n elements, `cstride` apart (fp32 only):
 // the copies below read many rows at once, more streams than the hardware prefetcher follows.
 void prefetch_rows(const Source& src, int64_t channels, int64_t cstride, int64_t n) {
@@ -217,10 +226,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   const int64_t S_in = g.in_size(), S_out = g.out_size();
   const Frame f = frame_of(g, b.cblock, b.rows);
   int64_t* off = reinterpret_cast<int64_t*>(o.shared);  // tap q -> x_t offset
-  for (int64_t q = 0; q < K; ++q) {
-    const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
-    off[q] = ((kd * f.Rx + kh * g.dil[1]) * f.Wx + kw * g.dil[2]) * f.cb16;
-  }
+  tap_offsets(g, f.Rx, f.Wx, f.cb16, off);
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         float* dy_t = slot_scratch(p, b, o);
@@ -325,10 +331,7 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const int64_t blocks = ceil_div(Cog, 8), pk_g = round16(packed_elems(g));
   const FwdFrame f = fwd_frame(g, b.rows);
   int64_t* off = reinterpret_cast<int64_t*>(o.shared);  // tap q -> x_p offset
-  for (int64_t q = 0; q < K; ++q) {
-    const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
-    off[q] = (kd * f.Rx + kh * g.dil[1]) * f.Wx + kw * g.dil[2];
-  }
+  tap_offsets(g, f.Rx, f.Wx, 1, off);
   float* packed = o.shared + round16(2 * K);
   // [ob][c][q][8], zero past Cog; fp32 weights read directly (Source::value's dtype switch per
   // element cost 1-2% of ct2d_decoder's call).

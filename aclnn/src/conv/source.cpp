@@ -72,9 +72,6 @@ void Source::convert(int64_t n, int64_t stride, float* dst) const {
   if (n <= 0) return;
   if (stride == 1 && kind == SrcKind::kF32) {
     std::memcpy(dst, data, static_cast<size_t>(n) * sizeof(float));
-  } else if (kind == SrcKind::kF32) {  // strided fp32 (a phase plane): a plain gather
-    const float* src = static_cast<const float*>(data);
-    for (int64_t k = 0; k < n; ++k) dst[k] = src[k * stride];
   } else if (stride == 1 && gemm::have_avx512() && elem_bytes() > 1) {
     direct_convert_avx512(kind, data, n, dst);
   } else if (stride == 1 && (kind == SrcKind::kF16 || kind == SrcKind::kBF16) && avx2_f16c()) {

@@ -17,21 +17,26 @@
 
 namespace aclnn_cpu::conv {
 
+namespace {
+
+// 8 fp16 or bf16 values as fp32 (bf16: its bits are the fp32's top half).
+inline __m256 widen8(bool bf16, __m128i h) {
+  return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+              : _mm256_cvtph_ps(h);
+}
+
+}  // namespace
+
 void convert_16bit_avx2(bool bf16, const uint16_t* src, int64_t n, float* dst) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    const __m256 v = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
-                          : _mm256_cvtph_ps(h);
-    _mm256_storeu_ps(dst + i, v);
-  }
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i,
+                     widen8(bf16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   if (i == n) return;
   alignas(16) uint16_t tail[8] = {};
   for (int64_t k = i; k < n; ++k) tail[k - i] = src[k];
-  const __m128i h = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
   alignas(32) float out[8];
-  _mm256_store_ps(out, bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
-                            : _mm256_cvtph_ps(h));
+  _mm256_store_ps(out, widen8(bf16, _mm_load_si128(reinterpret_cast<const __m128i*>(tail))));
   for (int64_t k = i; k < n; ++k) dst[k] = out[k - i];
 }
 
