@@ -11,12 +11,7 @@
 
 #include "conv/depthwise.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "gemm/target_avx2_begin.h"
 
 #include "gemm/avx2_util.h"
 
@@ -213,8 +208,4 @@ bool dw_plane_forward_avx2(const ConvGeometry& g, float* y, const float* x, cons
 
 }  // namespace aclnn_cpu::conv
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

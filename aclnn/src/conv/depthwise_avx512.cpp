@@ -8,13 +8,8 @@
 
 #include "conv/depthwise.h"
 
-// The whole file is compiled for AVX-512 (clang spells GCC's target pragma differently).
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
-#endif
+// The whole file is compiled for AVX-512.
+#include "gemm/target_avx512_begin.h"
 #pragma GCC diagnostic push
 // GCC 12 intrinsics start from an undefined vector: known -W(maybe-)uninitialized false positives.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -286,8 +281,4 @@ float dw_tap_dot_avx512(const float* y, const float* x, const DepthwiseTap& t) {
 }  // namespace aclnn_cpu::conv
 
 #pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

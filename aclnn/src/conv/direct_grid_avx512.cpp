@@ -306,8 +306,4 @@ void direct_split2_avx512(const float* src, int64_t n, float* even, float* odd) 
 }  // namespace aclnn_cpu::conv
 
 #pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

@@ -212,8 +212,4 @@ void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uin
 }  // namespace aclnn_cpu::conv
 
 #pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

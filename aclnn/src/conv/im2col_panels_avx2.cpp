@@ -10,12 +10,7 @@
 
 #include "conv/im2col_panels.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "gemm/target_avx2_begin.h"
 
 // Inside the target region so for_each_row_run, instantiated here with our AVX2 lambdas, inlines
 // them (its instantiations are unique to this file).
@@ -163,8 +158,4 @@ void Im2colPanelsT::pack_avx2(int64_t k0, int64_t kc, int64_t j0, int64_t n, flo
 
 }  // namespace aclnn_cpu::conv
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

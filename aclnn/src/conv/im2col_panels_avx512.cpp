@@ -10,13 +10,8 @@
 
 #include "conv/im2col_panels.h"
 
-// The whole file is compiled for AVX-512 (clang spells GCC's target pragma differently).
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
-#endif
+// The whole file is compiled for AVX-512.
+#include "gemm/target_avx512_begin.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -180,8 +175,4 @@ void Im2colPanelsT::pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, f
 }  // namespace aclnn_cpu::conv
 
 #pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

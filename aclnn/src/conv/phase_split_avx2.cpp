@@ -8,12 +8,7 @@
 
 #include "conv/tap_grid.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "gemm/target_avx2_begin.h"
 
 namespace aclnn_cpu::conv {
 
@@ -36,8 +31,4 @@ void phase_split2_avx2(const float* src, int64_t n, float* even, float* odd) {
 
 }  // namespace aclnn_cpu::conv
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

@@ -42,8 +42,4 @@ void convert_16bit_avx2(bool bf16, const uint16_t* src, int64_t n, float* dst) {
 
 }  // namespace aclnn_cpu::conv
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

@@ -8,12 +8,7 @@
 
 #include "conv/strided_direct.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "gemm/target_avx2_begin.h"
 
 #include "gemm/avx2_util.h"
 
@@ -113,8 +108,4 @@ void positions_to_channels_avx2(const float* src, int64_t ld_src, int64_t n, int
 
 }  // namespace aclnn_cpu::conv
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

@@ -24,12 +24,7 @@
 
 #include "gemm/sgemm.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "gemm/target_avx2_begin.h"
 
 #include "gemm/avx2_util.h"
 
@@ -257,8 +252,4 @@ void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const 
 }  // namespace avx2
 }  // namespace aclnn_cpu::gemm
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"

@@ -28,13 +28,8 @@
 
 #include "gemm/sgemm.h"
 
-// The whole file is compiled for AVX-512 (clang spells GCC's target pragma differently).
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
-#endif
+// The whole file is compiled for AVX-512.
+#include "gemm/target_avx512_begin.h"
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps() internally, which
 // -Wmaybe-uninitialized reports as a use of an uninitialized value (a known false positive; at -O1,
 // as the GEMM test builds it, the same is reported as -Wuninitialized).
@@ -260,8 +255,4 @@ void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const 
 }  // namespace aclnn_cpu::gemm
 
 #pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "gemm/target_end.h"
