@@ -1,6 +1,6 @@
 // Opens the AVX2 + FMA target region of an ISA file: every function defined until
-// gemm/target_end.h may use AVX2 and FMA instructions, so call them only after the runtime CPU check
-// (gemm::isa()). Include it after the file's other headers: declarations of standard-library
+// gemm/target_end.h may use AVX2 and FMA instructions, so call them only after the runtime CPU
+// check (gemm::isa()). Include it after the file's other headers: declarations of standard-library
 // templates must stay outside the region. No include guard: each ISA file includes it once.
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
