@@ -1,5 +1,6 @@
 #include "conv/source.h"
 
+#include <algorithm>
 #include <cpuid.h>
 #include <cstring>
 
@@ -70,12 +71,28 @@ bool avx2_f16c() {
 
 void Source::convert(int64_t n, int64_t stride, float* dst) const {
   if (n <= 0) return;
+  const bool narrow8 = elem_bytes() == 1;
+  const bool avx512 = gemm::have_avx512() && !narrow8, avx2 = !avx512 && !narrow8 && avx2_f16c();
   if (stride == 1 && kind == SrcKind::kF32) {
     std::memcpy(dst, data, static_cast<size_t>(n) * sizeof(float));
-  } else if (stride == 1 && gemm::have_avx512() && elem_bytes() > 1) {
+  } else if (stride == 1 && avx512) {
     direct_convert_avx512(kind, data, n, dst);
-  } else if (stride == 1 && (kind == SrcKind::kF16 || kind == SrcKind::kBF16) && avx2_f16c()) {
-    convert_16bit_avx2(kind == SrcKind::kBF16, static_cast<const uint16_t*>(data), n, dst);
+  } else if (stride == 1 && avx2) {
+    convert_avx2(kind, data, n, dst);
+  } else if (stride > 1 && stride <= kMaxChunkedStride && (avx512 || avx2) &&
+             kind != SrcKind::kF32) {
+    // Strided (a stride-s conv's phase planes): convert the covering run kChunk outputs at a
+    // time with the vector code above, then keep every stride-th element.
+    constexpr int64_t kChunk = 64;
+    float run[(kChunk - 1) * kMaxChunkedStride + 1];
+    for (int64_t k0 = 0; k0 < n; k0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - k0);
+      at(k0 * stride).convert((m - 1) * stride + 1, 1, run);
+      for (int64_t k = 0; k < m; ++k) dst[k0 + k] = run[k * stride];
+    }
+  } else if (kind == SrcKind::kF32) {
+    const float* f = static_cast<const float*>(data);
+    for (int64_t k = 0; k < n; ++k) dst[k] = f[k * stride];
   } else {
     for (int64_t k = 0; k < n; ++k) dst[k] = value(k * stride);
   }

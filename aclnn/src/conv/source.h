@@ -41,12 +41,15 @@ struct Source {
   }
   // Element i as fp32, converted and rounded.
   float value(int64_t i) const;
-  // dst[k] = value(k * stride) for k < n (unit stride vectorised on AVX-512).
+  // dst[k] = value(k * stride) for k < n: vectorised on AVX-512, and on AVX2 + F16C for every
+  // kind but the 8-bit ones; strides up to kMaxChunkedStride convert the covering run a chunk at
+  // a time and keep every stride-th element.
   void convert(int64_t n, int64_t stride, float* dst) const;
+  static constexpr int64_t kMaxChunkedStride = 8;
 };
 
-// dst[i] = fp16 (bf16 == false) or bf16 element i of src as fp32, for i < n: exact, bit for bit
-// Source::value's. AVX2 + F16C only (source_avx2.cpp).
-void convert_16bit_avx2(bool bf16, const uint16_t* src, int64_t n, float* dst);
+// dst[i] = element i of a `kind` source (not an 8-bit kind) as fp32, converted and rounded, for
+// i < n: bit for bit Source::value's (NaN: a NaN). AVX2 + F16C only (source_avx2.cpp).
+void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst);
 
 }  // namespace aclnn_cpu::conv

@@ -144,6 +144,17 @@ void pack_rows(const View5& v, T* dst) {
   });
 }
 
+// pack_rows for a float copy of a source the direct kernels' Source can read (every dtype but
+// DOUBLE): its convert() is vectorised, where load() + rounded() go element by element (USE_FP16
+// on fp32 spent more time rounding the operands than convolving them).
+void pack_source_rows(const View5& v, SrcKind kind, float* dst) {
+  const Source base{v.origin(), kind};
+  const int64_t W = v.dims[4];
+  for_each_row(v.dims, [&](int64_t row) {
+    base.at(row_offset(v.dims, v.strides, row)).convert(W, v.strides[4], dst + row * W);
+  });
+}
+
 }  // namespace
 
 bool View5::contiguous() const {
@@ -169,6 +180,10 @@ bool usable_in_place(const View5& v, Round round) {
 template <typename T>
 void pack(const View5& src, T* dst, Round round) {
   if (src.numel() == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    SrcKind kind;
+    if (src_kind_of(src.dtype, round, &kind)) return pack_source_rows(src, kind, dst);
+  }
   dispatch(src.dtype, [&](auto tag) {
     using Src = decltype(tag);
     switch (round) {
