@@ -147,16 +147,19 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     c.x_dtype = c.w_dtype = c.gy_dtype = ACL_DOUBLE;  // algorithms without fp64 are skipped
     EXPECT_TRUE(acltest::CheckConvBackward(c));
   }
-  // Plan lines: "aclnn_cpu_verbose,plan,<api>,<primitive>,<algorithm>,...".
+  // Plan lines: "aclnn_cpu_verbose,plan,<api>,<primitive>,<algorithm>,..."; time lines:
+  // "aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms> ms".
   const std::string log = ::testing::internal::GetCapturedStderr();
   const std::string ran = (a.primitive == "all" ? "" : "," + a.primitive) + "," + a.name + ",";
   const std::string isa = ",isa=" + ExpectedIsa() + ",";
-  int count = 0;
+  int count = 0, timed = 0;
   for (size_t at = 0; at < log.size();) {
     const size_t end = std::min(log.find('\n', at), log.size());
     const std::string line = log.substr(at, end - at);
     const bool plan = line.rfind("aclnn_cpu_verbose,plan,", 0) == 0;
     count += plan && line.find(ran) != std::string::npos;
+    timed += line.rfind("aclnn_cpu_verbose,exec,", 0) == 0 && line.find(ran) != std::string::npos &&
+             line.size() > 3 && line.compare(line.size() - 3, 3, " ms") == 0;
     if (plan) {
       EXPECT_NE(line.find(isa), std::string::npos) << line << " (expected" << isa << ")";
     }
@@ -164,6 +167,7 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
   }
   if (a.runs_here) {
     EXPECT_GT(count, 0) << a.name << " (" << a.primitive << ") never ran on the sweep";
+    EXPECT_GT(timed, 0) << a.name << " (" << a.primitive << ") ran without a verbose time line";
   } else {  // forced where its kernels cannot run: never chosen, and the results stay right
     EXPECT_EQ(count, 0) << a.name << " (" << a.primitive << ") ran without the ISA it needs";
     std::printf("note: %s (%s) needs a wider ISA than %s; checked that it never ran\n",

@@ -191,6 +191,15 @@ T* buffer(const std::optional<View5>& v, uint64_t off, char* ws) {
   return reinterpret_cast<T*>(ws + off);
 }
 
+// ACLNN_CPU_VERBOSE's time line of one primitive run since t0.
+void print_exec(const char* api, Primitive prim, const char* algo,
+                std::chrono::steady_clock::time_point t0) {
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "aclnn_cpu_verbose,exec,%s,%s,%s,%.3f ms\n", api, primitive_name(prim), algo,
+               ms);
+}
+
 // Runs the chosen algorithm of one primitive on `ops` (scratch carved from the workspace).
 template <typename T>
 void run_primitive(const char* api, const Plan& p, Primitive prim, Operands<T> ops, char* ws) {
@@ -216,12 +225,7 @@ void run_primitive(const char* api, const Plan& p, Primitive prim, Operands<T> o
   } else {
     c.algo->run_f64(p.problem, c.b, ops);
   }
-  if (timed) {
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "aclnn_cpu_verbose,exec,%s,%s,%s,%.3f ms\n", api, primitive_name(prim),
-                 c.algo->name, ms);
-  }
+  if (timed) print_exec(api, prim, c.algo->name, t0);
 }
 
 // Phase 2. Allocates nothing: every buffer is the caller's tensor memory or the workspace.
@@ -232,8 +236,14 @@ void execute(const char* api, const Plan& p, char* ws) {
   const ConvGeometry& g = j.g;
   p.arena->execute([&] {
     if (p.tbc) {  // operands used in place; only the packing scratch is in the workspace
-      tbc_run(j, p.problem.slots, p.tbc_pack,
-              p.scratch != kNotInWorkspace ? reinterpret_cast<float*>(ws + p.scratch) : nullptr);
+      float* pack =
+          p.scratch != kNotInWorkspace ? reinterpret_cast<float*>(ws + p.scratch) : nullptr;
+      for (int i = 0; i < kPrimitiveCount; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        tbc_run(j, static_cast<Primitive>(i), p.problem.slots, p.tbc_pack, pack);
+        if (verbose() && (i == 0 ? j.out_y : i == 1 ? j.out_x : j.out_w))
+          print_exec(api, static_cast<Primitive>(i), "tbc_gemm", t0);
+      }
       if (j.out_bias) {
         T* out = buffer<T>(j.out_bias, p.out_bias, ws);
         if (out) channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), out);

@@ -118,11 +118,11 @@ bool tbc_applicable(const ConvJob& j) {
          w_ok(need_w ? j.w : std::nullopt) && act_ok(j.out_y) && act_ok(j.out_x) && w_ok(j.out_w);
 }
 
-void tbc_run(const ConvJob& j, int slots, int64_t pack_elems, float* pack) {
+void tbc_run(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, float* pack) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
   // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].
-  if (j.out_y) {
+  if (prim == Primitive::kForward && j.out_y) {
     const View5& w = *j.w;
     const float* wp = rows_of(w);
     shifted_row_gemms(
@@ -135,7 +135,7 @@ void tbc_run(const ConvJob& j, int slots, int64_t pack_elems, float* pack) {
   }
   // dX[t'] = bias + sum_k dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]. The bias is the
   // transposed forward's (ConvJob adds it to out_x there); a backward job has none.
-  if (j.out_x) {
+  if (prim == Primitive::kBackwardData && j.out_x) {
     const View5& w = *j.w;
     const float* wp = rows_of(w);
     shifted_row_gemms(
@@ -146,7 +146,8 @@ void tbc_run(const ConvJob& j, int slots, int64_t pack_elems, float* pack) {
         rows_of(*j.out_x), row_ld(*j.out_x), g.C_in, rows_of(*j.y), row_ld(*j.y), g.C_out,
         j.bias ? &*j.bias : nullptr, slots, pack_elems, pack);
   }
-  if (j.out_w) {  // dW_k[c-block, :] = sum_t X[t + k - pad]^T . dY[t]
+  if (prim == Primitive::kBackwardWeight &&
+      j.out_w) {  // dW_k[c-block, :] = sum_t X[t + k - pad]^T . dY[t]
     const View5& dw = *j.out_w;
     float* dwp = rows_of(dw);
     const float* x = rows_of(*j.x);
