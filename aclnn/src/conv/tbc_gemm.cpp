@@ -15,8 +15,8 @@ namespace {
 // Output rows per forward / backward-data task: enough for an efficient GEMM (M = rows), few
 // enough for a dozen or more tasks on typical sequences.
 constexpr int64_t kRowsPerTask = 512;
-// Input channels per weight-gradient task (the GEMM's M).
-constexpr int64_t kChannelsPerTask = 64;
+// Output channels per weight-gradient task (the GEMM's N; its M is all input channels).
+constexpr int64_t kOutChannelsPerTask = 128;
 
 // The stride of a dim, or `fallback` when the dim has size 1 (its stride is then meaningless).
 int64_t eff(const View5& v, int d, int64_t fallback) {
@@ -146,26 +146,27 @@ void tbc_run(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, fl
         rows_of(*j.out_x), row_ld(*j.out_x), g.C_in, rows_of(*j.y), row_ld(*j.y), g.C_out,
         j.bias ? &*j.bias : nullptr, slots, pack_elems, pack);
   }
-  if (prim == Primitive::kBackwardWeight &&
-      j.out_w) {  // dW_k[c-block, :] = sum_t X[t + k - pad]^T . dY[t]
+  // dW_k[:, o-block] = sum_t X[t + k - pad]^T . dY[t][:, o-block]: one GEMM per (tap, output
+  // channel block) with all input channels as M, so each task packs its share of dY once.
+  if (prim == Primitive::kBackwardWeight && j.out_w) {
     const View5& dw = *j.out_w;
     float* dwp = rows_of(dw);
     const float* x = rows_of(*j.x);
     const float* dy = rows_of(*j.y);
     const int64_t ldx = row_ld(*j.x), ldy = row_ld(*j.y), ldw = weight_ld(dw);
-    const int64_t blocks = (g.C_in + kChannelsPerTask - 1) / kChannelsPerTask;
+    const int64_t blocks = (g.C_out + kOutChannelsPerTask - 1) / kOutChannelsPerTask;
     parallel(K * blocks, [&](int64_t task) {
       float* pk = pack ? pack + slot_of(slots) * pack_elems : nullptr;
-      const int64_t k = task / blocks, c0 = (task % blocks) * kChannelsPerTask;
-      const int64_t nc = std::min(g.C_in, c0 + kChannelsPerTask) - c0;
-      float* dst = dwp + k * dw.strides[4] + c0 * ldw;
+      const int64_t k = task / blocks, o0 = (task % blocks) * kOutChannelsPerTask;
+      const int64_t no = std::min(g.C_out, o0 + kOutChannelsPerTask) - o0;
+      float* dst = dwp + k * dw.strides[4] + o0;
       const int64_t a = std::max<int64_t>(0, pad - k), b = std::min(T_out, T + pad - k);
       if (a >= b) {  // this tap never sees the input: zero gradient
-        for (int64_t c = 0; c < nc; ++c) std::fill(dst + c * ldw, dst + c * ldw + g.C_out, 0.0f);
+        for (int64_t c = 0; c < g.C_in; ++c) std::fill(dst + c * ldw, dst + c * ldw + no, 0.0f);
         return;
       }
-      gemm::sgemm(nc, g.C_out, (b - a) * B, gemm::Mat{x + (a + k - pad) * B * ldx + c0, 1, ldx},
-                  gemm::Mat{dy + a * B * ldy, ldy, 1}, false, dst, ldw, pk);
+      gemm::sgemm(g.C_in, no, (b - a) * B, gemm::Mat{x + (a + k - pad) * B * ldx, 1, ldx},
+                  gemm::Mat{dy + a * B * ldy + o0, ldy, 1}, false, dst, ldw, pk);
     });
   }
 }
