@@ -119,7 +119,7 @@ Fit plan(const Problem& p) {
   if (!f.applies) return f;
   const ConvGeometry& g = p.g;
   channel_rules(f, g);
-  plan_weight_split(p, 4, std::min<int64_t>(g.cin_g(), kMaxChannels), f.b);
+  plan_weight_split(p, 4, even_cblock(p, kMaxChannels), f.b);
   f.b.rows = block_rows(g, f.b.cblock);
   const Frame fr = frame_of(g, f.b.cblock, f.b.rows);
   const int64_t T = g.k_size();
