@@ -94,6 +94,10 @@ std::vector<ConvCase> SizedCases() {
       // blocks with a short last one, and 5 blocks of 8 output channels (tiles of 3 + 2).
       Case("stride2_blocks", MakeGeom({1, 20, 22, 150}, {36, 20, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1),
            16),
+      // More input channels than a weight-gradient task takes (96): equal channel blocks; 56
+      // output channels: partial tiles of every direct kernel (7 blocks of 8, 3.5 vectors of 16).
+      Case("deep_stride2", MakeGeom({1, 100, 9, 8}, {56, 100, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1),
+           17),
       Case("dilated", MakeGeom({1, 16, 21, 20}, {24, 16, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1), 5),
       Case("grouped", MakeGeom({2, 24, 14, 13}, {36, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3), 6),
       Case("conv3d",

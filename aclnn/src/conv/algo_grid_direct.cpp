@@ -150,7 +150,7 @@ Fit plan_weight(const Problem& p) {
              "AVX2 and more than 64 output channels per group: the GEMM lowering is faster");
   // Whole groups' channels per task where they fit a few tiles (the kernel's tiles are 12 wide,
   // narrower ones waste loads); threads then split the batch.
-  plan_weight_split(p, 4, std::min<int64_t>(g.cin_g(), kWeightChannels), f.b);
+  plan_weight_split(p, 4, even_cblock(p, kWeightChannels), f.b);
   f.b.rows = rows_per_task(tg, round16(g.cout_g()), 1);
   f.b.slot_elems = std::max(weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total(),
                             p.bf16 ? weight_scratch(g, tg, f.b.cblock, f.b.rows, true).total() : 0);

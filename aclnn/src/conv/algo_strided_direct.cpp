@@ -23,9 +23,10 @@
 // forward 4.29 -> 3.85 ms, weight gradient 4.6 -> 4.06 ms (runs of 64 positions keep a call's dy_t
 // and x_t lines in L1; grid_direct's 128 do not); ct3d 7.4 -> 6.0 and 6.5-7.3 -> 5.9 ms.
 //
-// Cost rules (both primitives): fp32 on AVX2 (unmeasured with AVX-512's wider tiles, so not
-// preferred there), a stride above 1, above ~4M multiply-adds, at least 8 input and at most 64
-// output channels per group (grid_direct's AVX2 tile rules; the shapes measured).
+// Cost rules (both primitives): fp32, a stride above 1, above ~4M multiply-adds, at least 8 input
+// and at most 64 output channels per group (grid_direct's AVX2 tile rules; the shapes measured).
+// On AVX-512 only the weight gradient (its kernel is then the AVX-512 one; the forward's is AVX2
+// and was not faster than grid_direct's there).
 #include <cstring>
 
 #include "conv/algo_support.h"
@@ -82,8 +83,8 @@ int64_t block_rows(const ConvGeometry& g, int64_t cblock) {
   return rows;
 }
 
-// The rules both primitives share.
-Fit common(const Problem& p) {
+// The rules both primitives share; avx512_measured: preferred on AVX-512 too.
+Fit common(const Problem& p, bool avx512_measured) {
   Fit f;
   const ConvGeometry& g = p.g;
   const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
@@ -96,11 +97,11 @@ Fit common(const Problem& p) {
     return f;
   }
   f.applies = true;
-  f.preferred = strided && !p.avx512() && p.macs() >= kMinMacs;
-  f.reason = !strided              ? "unit stride: grid_direct's grid has no extra phases"
-             : p.avx512()          ? "measured on AVX2 only"
-             : p.macs() < kMinMacs ? "below 4M multiply-adds"
-                                   : "strided: the input read at its own resolution";
+  f.preferred = strided && (!p.avx512() || avx512_measured) && p.macs() >= kMinMacs;
+  f.reason = !strided ? "unit stride: grid_direct's grid has no extra phases"
+             : p.avx512() && !avx512_measured ? "measured on AVX2 only"
+             : p.macs() < kMinMacs            ? "below 4M multiply-adds"
+                                              : "strided: the input read at its own resolution";
   return f;
 }
 
@@ -115,11 +116,13 @@ void channel_rules(Fit& f, const ConvGeometry& g) {
 }
 
 Fit plan(const Problem& p) {
-  Fit f = common(p);
+  // On AVX-512 the weight kernel is direct_grid.h's AVX-512 one, and it wins there as well (Zen 4,
+  // 1 thread, median of 3: ct2d_decoder 3.04 vs grid_direct's 3.39 ms, ct3d 4.32 vs 4.90).
+  Fit f = common(p, /*avx512_measured=*/true);
   if (!f.applies) return f;
   const ConvGeometry& g = p.g;
   channel_rules(f, g);
-  plan_weight_split(p, 4, std::min<int64_t>(g.cin_g(), kMaxChannels), f.b);
+  plan_weight_split(p, 4, even_cblock(p, kMaxChannels), f.b);
   f.b.rows = block_rows(g, f.b.cblock);
   const Frame fr = frame_of(g, f.b.cblock, f.b.rows);
   const int64_t T = g.k_size();
@@ -290,7 +293,7 @@ int64_t packed_elems(const ConvGeometry& g) {
 }
 
 Fit plan_forward(const Problem& p) {
-  Fit f = common(p);
+  Fit f = common(p, /*avx512_measured=*/false);
   if (!f.applies) return f;
   const ConvGeometry& g = p.g;
   // Measured only where the weight gradient's rules hold (transposed convolutions' shapes).
