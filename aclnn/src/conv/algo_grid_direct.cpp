@@ -111,8 +111,9 @@ Fit plan_data(const Problem& p) {
   if (!f.applies) return f;
   // Strided: the per-phase bands and strided stores cost more than col2im's scatter (stride2,
   // 1 thread: 41 vs 33 ms); fewer than 8 input channels leave the 8-channel tiles part empty
-  // (first7x7's 3: 74 vs 50 ms).
-  prefer_not(f, data_phase_count(g) > 1, "strided: col2im is faster");
+  // (first7x7's 3: 74 vs 50 ms). bf16 inputs: the dot kernels beat col2im's converted fp32 GEMM
+  // (Zen 4, stride2, min of 2 x 3 calls: 1 thread 38.8 vs 41.1 ms, 2 threads 18.9 vs 22.5).
+  prefer_not(f, data_phase_count(g) > 1 && !p.bf16, "strided: col2im is faster");
   prefer_not(f, g.cin_g() < 8, "fewer than 8 input channels per group");
   const int64_t want = ceil_div(pieces_wanted(p), data_phase_count(g));
   const TapGrid first = data_grid(g, {0, 0, 0});  // the largest phase
@@ -130,6 +131,16 @@ Fit plan_data(const Problem& p) {
 void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o) {
   for_data_passes(p, b, o.ysrc, o.wsrc, o.out, o.shared,
                   [&](const Pass<Source>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
+}
+
+// Input channels per weight task: at most kWeightChannels, in blocks of equal size, as many
+// as a multiple of the threads where a group needs several (stride2's 128 on 2 threads: 64 + 64
+// rather than 96 + 32, which left one thread a quarter of the work).
+int64_t weight_cblock(const Problem& p) {
+  const int64_t Cig = p.g.cin_g(), slots = std::max(1, p.slots);
+  int64_t blocks = ceil_div(Cig, kWeightChannels);
+  if (blocks > 1) blocks = ceil_div(blocks * p.g.groups, slots) * slots / p.g.groups;
+  return ceil_div(Cig, std::max<int64_t>(1, blocks));
 }
 
 Fit plan_weight(const Problem& p) {
@@ -150,7 +161,7 @@ Fit plan_weight(const Problem& p) {
              "AVX2 and more than 64 output channels per group: the GEMM lowering is faster");
   // Whole groups' channels per task where they fit a few tiles (the kernel's tiles are 12 wide,
   // narrower ones waste loads); threads then split the batch.
-  plan_weight_split(p, 4, std::min<int64_t>(g.cin_g(), kWeightChannels), f.b);
+  plan_weight_split(p, 4, weight_cblock(p), f.b);
   f.b.rows = rows_per_task(tg, round16(g.cout_g()), 1);
   f.b.slot_elems = std::max(weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total(),
                             p.bf16 ? weight_scratch(g, tg, f.b.cblock, f.b.rows, true).total() : 0);
