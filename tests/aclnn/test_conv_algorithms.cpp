@@ -111,6 +111,8 @@ std::vector<ConvCase> SizedCases() {
       Case("transposed",
            MakeGeom({2, 16, 9, 8}, {16, 12, 4, 4}, {2, 2}, {1, 1}, {1, 1}, 1, true, {0, 0}), 10),
       Case("pointwise", MakeGeom({2, 40, 9, 11}, {24, 40, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), 11),
+      // More input channels than one weight task takes (grid_direct: 96): equal channel blocks.
+      Case("wide_cin", MakeGeom({1, 100, 6, 7}, {20, 100, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), 17),
       Case("depthwise", MakeGeom({2, 12, 15, 14}, {24, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 12), 12),
   };
 }

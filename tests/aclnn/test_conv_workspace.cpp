@@ -4,6 +4,7 @@
 // grows with the thread count; the bound is stated for the 2-core benchmark machine).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "support/acl_test_util.h"
+#include "support/conv_case.h"
 
 namespace {
 
@@ -41,18 +43,17 @@ Shape OutShape(const Problem& p) {
   return y;
 }
 
-uint64_t Bytes(const Shape& s) {
-  return static_cast<uint64_t>(acltest::Numel(s)) * sizeof(float);
+uint64_t Bytes(const Shape& s, aclDataType dt = ACL_FLOAT) {
+  return static_cast<uint64_t>(acltest::Numel(s)) * (dt == ACL_FLOAT ? 4 : 2);
 }
 
-class Workspace : public ::testing::TestWithParam<Problem> {};
-
-TEST_P(Workspace, AtMostTwiceTheLargestTensor) {
-  const Problem& p = GetParam();
+// Expects phase 1's workspace for all three gradients of `p` in dtype `dt` (FLOAT or BF16) to be
+// at most twice the bytes of its largest tensor.
+void ExpectWithinBound(const Problem& p, aclDataType dt) {
   const Shape y = OutShape(p);
   const int64_t c_out = y[1];
-  acltest::TestTensor gy(y, ACL_FLOAT), x(p.x, ACL_FLOAT), w(p.w, ACL_FLOAT);
-  acltest::TestTensor gx(p.x, ACL_FLOAT), gw(p.w, ACL_FLOAT), gb({c_out}, ACL_FLOAT);
+  acltest::TestTensor gy(y, dt), x(p.x, dt), w(p.w, dt);
+  acltest::TestTensor gx(p.x, dt), gw(p.w, dt), gb({c_out}, dt);
   auto bias_sizes = acltest::MakeIntArray({c_out});
   auto stride = acltest::MakeIntArray(p.stride), pad = acltest::MakeIntArray(p.pad);
   auto dil = acltest::MakeIntArray(p.dil), out_pad = acltest::MakeIntArray(p.out_pad);
@@ -67,10 +68,16 @@ TEST_P(Workspace, AtMostTwiceTheLargestTensor) {
         gb.get(), &ws_size, &ex);
   });
   ASSERT_EQ(status, 0) << aclGetRecentErrMsg();
-  const uint64_t largest = std::max({Bytes(p.x), Bytes(p.w), Bytes(y)});
+  const uint64_t largest = std::max({Bytes(p.x, dt), Bytes(p.w, dt), Bytes(y, dt)});
   EXPECT_LE(ws_size, 2 * largest) << p.name << ": workspace " << ws_size
                                   << " bytes, largest tensor " << largest << " bytes";
   EXPECT_EQ(aclDestroyAclOpExecutor(ex), 0);
+}
+
+class Workspace : public ::testing::TestWithParam<Problem> {};
+
+TEST_P(Workspace, AtMostTwiceTheLargestTensor) {
+  ExpectWithinBound(GetParam(), ACL_FLOAT);
 }
 
 // The benchmark problems (bench/cases.cpp) that run through the GEMM paths, with the batch cut
@@ -104,5 +111,48 @@ INSTANTIATE_TEST_SUITE_P(
                 1,
                 true}),
     [](const ::testing::TestParamInfo<Problem>& info) { return info.param.name; });
+
+// bf16: the fp32 gradients are computed a few samples at a time (and converted into the bf16
+// outputs), never whole; depthwise converts its inputs a plane at a time. The bound is on the
+// bf16 tensors' bytes, half the fp32 ones.
+TEST(WorkspaceBf16, DepthwiseAtMostTwiceTheLargestTensor) {
+  ExpectWithinBound(
+      Problem{"depthwise", {8, 128, 56, 56}, {128, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 128},
+      ACL_BF16);
+}
+
+// Whether bf16 convolutions run the AVX512_BF16 dot kernels here (direct_grid.h's
+// bf16_dot_kernels: AMD with AVX512_BF16 unless ACLNN_CPU_BF16_DOT=0, or ACLNN_CPU_BF16_DOT=1).
+bool Bf16Dot() {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bf16")) return false;
+  const char* env = std::getenv("ACLNN_CPU_BF16_DOT");
+  if (env && (env[0] == '0' || env[0] == '1')) return env[0] == '1';
+  return __builtin_cpu_is("amd");
+}
+
+TEST(WorkspaceBf16, PointwiseAtMostTwiceTheLargestTensor) {
+  if (!Bf16Dot()) GTEST_SKIP() << "bf16 is converted to fp32 here (no bf16 dot kernels)";
+  ExpectWithinBound(
+      Problem{"resnet1x1", {8, 256, 56, 56}, {64, 256, 1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}},
+      ACL_BF16);
+}
+
+// The chunked runs compute the right values: outputs of another dtype larger than the 8 MiB
+// chunk (fp32), with a batch of 3 (one sample per run): dx of a 1x1 and of a depthwise conv
+// (backward), y of a 1x1 (forward), against the float64 reference.
+TEST(ChunkedOutputs, Bf16MatchReference) {
+  using acltest::MakeCase;
+  using acltest::MakeGeom;
+  for (acltest::ConvCase c :
+       {MakeCase(MakeGeom({3, 64, 128, 128}, {8, 64, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), "dx1x1", 1),
+        MakeCase(MakeGeom({3, 64, 128, 128}, {64, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 64), "dxdw", 2),
+        MakeCase(MakeGeom({3, 8, 128, 128}, {64, 8, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), "y1x1",
+                 3)}) {
+    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_BF16;
+    EXPECT_TRUE(acltest::CheckConvBackward(c));
+    EXPECT_TRUE(acltest::CheckConvForward(c));
+  }
+}
 
 }  // namespace

@@ -2,7 +2,7 @@
 // channel multiplier, single-channel first layers) on the direct plane kernels of depthwise.h.
 // There the im2col matrix of a group has only K rows, so a GEMM would run with a reduction depth
 // of K and be bound by packing; the plane kernels stream each plane once per tap from L1/L2.
-// fp32 only (fp64 takes the GEMM algorithms); no scratch.
+// fp32 only (fp64 takes the GEMM algorithms); no scratch for fp32 inputs.
 #include "conv/algo_support.h"
 #include "conv/algorithms.h"
 #include "conv/depthwise.h"
@@ -25,26 +25,56 @@ Fit plan(const Problem& p) {
     f.preferred = p.g.cout_g() <= kMaxChannelMultiplier;
     f.reason = f.preferred ? "one input channel per group"
                            : "more than 8 output channels per group: GEMMs are faster";
+    if (p.converts) {  // a plane (or a group's planes) per thread, the weights once
+      f.b.slot_elems = depthwise_slot_elems(p.g);
+      f.b.shared_elems = p.g.C_out * p.g.k_size();
+    }
   }
   return f;
 }
 
-void forward(const Problem& p, const Blocking&, const Operands<float>& o) {
-  depthwise_forward(p.g, o.x, o.w, o.out);
+// The inputs as read: fp32 in place, or converted plane by plane into the slots (weights: into
+// the shared scratch, once).
+DwInput input(const Problem& p, const Blocking& b, const Operands<float>& o, const Source& src,
+              int64_t slot_offset) {
+  DwInput in;
+  if (src.kind == SrcKind::kF32) {
+    in.f32 = static_cast<const float*>(src.data);
+  } else {
+    in.src = src, in.slots = o.slots + slot_offset, in.slot_elems = slot_stride<float>(b);
+    in.nslots = p.slots;
+  }
+  return in;
 }
-void backward_data(const Problem& p, const Blocking&, const Operands<float>& o) {
-  depthwise_backward_data(p.g, o.y, o.w, o.out);
+const float* weights(const Problem& p, const Operands<float>& o) {
+  if (o.wsrc.kind == SrcKind::kF32) return static_cast<const float*>(o.wsrc.data);
+  o.wsrc.convert(p.g.C_out * p.g.k_size(), 1, o.shared);
+  return o.shared;
 }
-void backward_weight(const Problem& p, const Blocking&, const Operands<float>& o) {
-  depthwise_backward_weight(p.g, o.x, o.y, o.out);
+
+void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  depthwise_forward(p.g, input(p, b, o, o.xsrc, 0), weights(p, o), o.out);
+}
+void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  depthwise_backward_data(p.g, input(p, b, o, o.ysrc, 0), weights(p, o), o.out);
+}
+void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  depthwise_backward_weight(p.g, input(p, b, o, o.xsrc, p.g.out_size()), input(p, b, o, o.ysrc, 0),
+                            o.out);
 }
 
 }  // namespace
 
-const Algorithm kDepthwiseForward{"depthwise_direct", Primitive::kForward, plan, forward, nullptr};
-const Algorithm kDepthwiseData{"depthwise_direct", Primitive::kBackwardData, plan, backward_data,
-                               nullptr};
-const Algorithm kDepthwiseWeight{"depthwise_direct", Primitive::kBackwardWeight, plan,
-                                 backward_weight, nullptr};
+// run_f32 reads the inputs as stored (reads_sources): fp32 in place, other dtypes converted a
+// plane at a time by the task that reads it (no whole-tensor fp32 copies).
+const Algorithm kDepthwiseForward{
+    "depthwise_direct",    Primitive::kForward, plan, forward, nullptr, nullptr,
+    /*reads_sources=*/true};
+const Algorithm kDepthwiseData{
+    "depthwise_direct",    Primitive::kBackwardData, plan, backward_data, nullptr, nullptr,
+    /*reads_sources=*/true};
+const Algorithm kDepthwiseWeight{
+    "depthwise_direct",    Primitive::kBackwardWeight, plan, backward_weight, nullptr, nullptr,
+    /*reads_sources=*/true};
 
 }  // namespace aclnn_cpu::conv

@@ -111,8 +111,9 @@ Fit plan_data(const Problem& p) {
   if (!f.applies) return f;
   // Strided: the per-phase bands and strided stores cost more than col2im's scatter (stride2,
   // 1 thread: 41 vs 33 ms); fewer than 8 input channels leave the 8-channel tiles part empty
-  // (first7x7's 3: 74 vs 50 ms).
-  prefer_not(f, data_phase_count(g) > 1, "strided: col2im is faster");
+  // (first7x7's 3: 74 vs 50 ms). bf16 inputs: the dot kernels beat col2im's converted fp32 GEMM
+  // (Zen 4, stride2, min of 2 x 3 calls: 1 thread 38.8 vs 41.1 ms, 2 threads 18.9 vs 22.5).
+  prefer_not(f, data_phase_count(g) > 1 && !p.bf16, "strided: col2im is faster");
   prefer_not(f, g.cin_g() < 8, "fewer than 8 input channels per group");
   const int64_t want = ceil_div(pieces_wanted(p), data_phase_count(g));
   const TapGrid first = data_grid(g, {0, 0, 0});  // the largest phase

@@ -4,8 +4,12 @@
 //   forward          y[n, g]  (Cog x S)  = w[g] (Cog x Cig) * x[n, g] (Cig x S)
 //   backward_data    dx[n, g] (Cig x S)  = w[g]^T * dy[n, g]
 //   backward_weight  dw[g]    (Cog x Cig) = sum_n dy[n, g] * x[n, g]^T
+//
+// bf16 inputs (where bf16_dot_kernels()) run the same GEMMs with the AVX512_BF16 dot kernels
+// (algo_pointwise_bf16.cpp).
 #include "conv/algo_support.h"
 #include "conv/algorithms.h"
+#include "conv/pointwise_bf16.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -23,24 +27,55 @@ Fit applies(const Problem& p) {
     f.applies = f.preferred = true;
     f.reason = "1x1 kernel: the input is its own column matrix";
     f.b.pack_elems = p.own_gemm() ? gemm::pack_elems() : 0;
+    // bf16 dot kernels: like grid_direct's, only from 4M multiply-adds (small problems keep the
+    // converted fp32 GEMM, which also keeps their bf16 denormals, which vdpbf16ps flushes).
+    if (p.bf16 && p.macs() < double(1 << 22)) {
+      f.preferred = false;
+      f.reason = "bf16 below 4M multiply-adds";
+    }
   }
   return f;
 }
 
 Fit plan_forward(const Problem& p) {
   Fit f = applies(p);
+  if (p.bf16) {
+    f.b.pack_elems = 0;
+    if (f.applies) pointwise_bf16::plan_forward(p, f.b);
+    return f;
+  }
   f.b.cols = chunk_columns(0, p.g.out_size(), elem_bytes(p), pieces_wanted(p));
   return f;
 }
 
 Fit plan_data(const Problem& p) {
   Fit f = applies(p);
+  if (p.bf16) {
+    f.b.pack_elems = 0;
+    if (f.applies) pointwise_bf16::plan_data(p, f.b);
+    return f;
+  }
   f.b.cblock = block_size(p.g.cin_g(), pieces_wanted(p));
   return f;
 }
 
+// bf16: channel blocks of at most 256 (each block transposes dy again), as many as a multiple
+// of the threads where there are several.
+int64_t bf16_weight_cblock(const Problem& p) {
+  const int64_t Cig = p.g.cin_g(), slots = std::max(1, p.slots);
+  int64_t blocks = ceil_div(Cig, pointwise_bf16::kWeightChannels) * p.g.groups;
+  if (blocks > 1) blocks = ceil_div(blocks, slots) * slots;
+  return ceil_div(Cig, std::max<int64_t>(1, blocks / p.g.groups));
+}
+
 Fit plan_weight(const Problem& p) {
   Fit f = applies(p);
+  if (p.bf16) {
+    if (!f.applies) return f;
+    plan_weight_split(p, 4, bf16_weight_cblock(p), f.b);
+    pointwise_bf16::plan_weight(p, f.b);
+    return f;
+  }
   plan_weight_split(p, elem_bytes(p), gemm_weight_cblock(p), f.b);
   return f;
 }
@@ -88,10 +123,12 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<T>& o) 
 }  // namespace
 
 const Algorithm kPointwiseForward{"pointwise_gemm", Primitive::kForward, plan_forward,
-                                  forward<float>, forward<double>};
-const Algorithm kPointwiseData{"pointwise_gemm", Primitive::kBackwardData, plan_data,
-                               backward_data<float>, backward_data<double>};
-const Algorithm kPointwiseWeight{"pointwise_gemm", Primitive::kBackwardWeight, plan_weight,
-                                 backward_weight<float>, backward_weight<double>};
+                                  forward<float>,   forward<double>,     pointwise_bf16::forward};
+const Algorithm kPointwiseData{
+    "pointwise_gemm",     Primitive::kBackwardData, plan_data,
+    backward_data<float>, backward_data<double>,    pointwise_bf16::backward_data};
+const Algorithm kPointwiseWeight{
+    "pointwise_gemm",       Primitive::kBackwardWeight, plan_weight,
+    backward_weight<float>, backward_weight<double>,    pointwise_bf16::backward_weight};
 
 }  // namespace aclnn_cpu::conv

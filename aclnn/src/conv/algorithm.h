@@ -41,8 +41,9 @@ struct Problem {
   bool fp64 = false;  // compute in double (else float)
   int slots = 1;      // threads of the executor's arena = scratch slots
   gemm::Isa isa = gemm::Isa::kNone;  // the widest of our kernels that may run (gemm::isa())
-  bool forced = false;  // chosen by ACLNN_CPU_CONV_ALGO: cost rules and size thresholds lifted
-  bool bf16 = false;    // the inputs are bf16 and may be read as such (run_bf16)
+  bool forced = false;    // chosen by ACLNN_CPU_CONV_ALGO: cost rules and size thresholds lifted
+  bool bf16 = false;      // the inputs are bf16 and may be read as such (run_bf16)
+  bool converts = false;  // some input is not fp32 as computed (another dtype, or rounded)
 
   // Multiply-adds of one pass (every primitive has the same count).
   double macs() const {

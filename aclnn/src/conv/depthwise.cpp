@@ -5,6 +5,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "conv/algo_support.h"
 #include "gemm/sgemm.h"
 #include "target_clones.h"
 
@@ -151,12 +152,23 @@ void parallel(int64_t count, Body&& body) {
 
 }  // namespace
 
-void depthwise_forward(const ConvGeometry& g, const float* x, const float* w, float* y) {
+const float* DwInput::get(int64_t at, int64_t n) const {
+  if (f32) return f32 + at;
+  float* buf = slots + current_slot(nslots) * slot_elems;
+  src.at(at).convert(n, 1, buf);
+  return buf;
+}
+
+int64_t depthwise_slot_elems(const ConvGeometry& g) {
+  return std::max(g.cout_g() * g.out_size(), g.out_size() + g.in_size());
+}
+
+void depthwise_forward(const ConvGeometry& g, const DwInput& x, const float* w, float* y) {
   // y[n, o] = sum_q w[o, q] * shift_q(x[n, o / m]),  m = C_out / C_in output channels per input.
   const int64_t m = g.cout_g(), K = g.k_size(), S_in = g.in_size(), S_out = g.out_size();
   parallel(g.N * g.C_out, [&](int64_t t) {
     const int64_t n = t / g.C_out, o = t % g.C_out;
-    const float* xc = x + (n * g.C_in + o / m) * S_in;
+    const float* xc = x.get((n * g.C_in + o / m) * S_in, S_in);
     const float* wo = w + o * K;
     float* yo = y + t * S_out;
     if (forward_plane_fast(g, yo, xc, wo)) return;
@@ -165,25 +177,28 @@ void depthwise_forward(const ConvGeometry& g, const float* x, const float* w, fl
   });
 }
 
-void depthwise_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx) {
+void depthwise_backward_data(const ConvGeometry& g, const DwInput& dy_in, const float* w,
+                             float* dx) {
   // dx[n, c] = sum_{o in group c} sum_q w[o, q] * shift_q^T(dy[n, o]): each tap's contribution
   // scattered back to the input positions it read (padding positions dropped).
   const int64_t m = g.cout_g(), K = g.k_size(), S_in = g.in_size(), S_out = g.out_size();
   parallel(g.N * g.C_in, [&](int64_t t) {
     const int64_t n = t / g.C_in, c = t % g.C_in;
     float* dxc = dx + t * S_in;
-    if (data_plane_fast(g, dxc, dy + (n * g.C_out + c * m) * S_out, w + c * m * K, m)) return;
+    const float* dy = dy_in.get((n * g.C_out + c * m) * S_out, m * S_out);  // the group's m planes
+    if (data_plane_fast(g, dxc, dy, w + c * m * K, m)) return;
     for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
     for (int64_t j = 0; j < m; ++j) {
       const int64_t o = c * m + j;
-      const float* dyo = dy + (n * g.C_out + o) * S_out;
+      const float* dyo = dy + j * S_out;
       const float* wo = w + o * K;
       for_taps(g, [&](const Tap& tap) { tap_scatter_any(dxc, dyo, wo[tap.q], tap); });
     }
   });
 }
 
-void depthwise_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+void depthwise_backward_weight(const ConvGeometry& g, const DwInput& x, const DwInput& dy,
+                               float* dw) {
   // dw[o, q] = sum_n sum_p dy[n, o, p] * x[n, o / m, p * s - pad + q * dil]: each plane's sum in
   // float (16 lanes), the planes added in batch order in double, straight into dw.
   const int64_t m = g.cout_g(), K = g.k_size(), S_in = g.in_size(), S_out = g.out_size();
@@ -198,8 +213,8 @@ void depthwise_backward_weight(const ConvGeometry& g, const float* x, const floa
       const int64_t q1 = std::min(K, q0 + kTapGroup);
       std::fill(total, total + (q1 - q0), 0.0);
       for (int64_t n = 0; n < g.N; ++n) {
-        const float* dyo = dy + (n * g.C_out + o) * S_out;
-        const float* xc = x + (n * g.C_in + o / m) * S_in;
+        const float* dyo = dy.get((n * g.C_out + o) * S_out, S_out);
+        const float* xc = x.get((n * g.C_in + o / m) * S_in, S_in);
         if (q0 == 0 && q1 == K && tap_sums_fast(g, dyo, xc, total)) continue;
         for_taps(g, [&](const Tap& tap) {
           if (tap.q >= q0 && tap.q < q1) total[tap.q - q0] += tap_dot_any(dyo, xc, tap);
@@ -219,8 +234,8 @@ void depthwise_backward(const ConvGeometry& g, const float* x, const float* dy, 
   constexpr int64_t kTapGroup = 128;
   const bool fits = m * K <= kTapGroup;  // else: the separate kernels (tap sums on the stack)
   if (!fits) {
-    depthwise_backward_data(g, dy, w, dx);
-    depthwise_backward_weight(g, x, dy, dw);
+    depthwise_backward_data(g, dw_fp32(dy), w, dx);
+    depthwise_backward_weight(g, dw_fp32(x), dw_fp32(dy), dw);
     return;
   }
   parallel(g.C_in, [&](int64_t c) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "conv/geometry.h"
+#include "conv/source.h"
 
 namespace aclnn_cpu::conv {
 
@@ -54,12 +55,35 @@ inline bool use_depthwise(const ConvGeometry& g) {
   return g.groups >= 1 && g.C_in == g.groups && g.N > 0 && g.C_out > 0;
 }
 
+// An input of the kernels below: dense fp32 read in place, or elements of another kind (or
+// rounded) converted a plane at a time into the calling task's buffer, so that no fp32 copy of
+// the whole tensor is needed.
+struct DwInput {
+  const float* f32 = nullptr;  // dense fp32, or null: `src`
+  Source src;
+  float* slots = nullptr;  // per-thread buffers, `slot_elems` apart (for `src`)
+  int64_t slot_elems = 0;
+  int nslots = 1;
+  // Elements [at, at + n) as fp32 (n <= slot_elems for a converted input).
+  const float* get(int64_t at, int64_t n) const;
+};
+inline DwInput dw_fp32(const float* data) {
+  DwInput in;
+  in.f32 = data;
+  return in;
+}
+// The floats of a thread's buffer the kernels need: forward (x plane), backward_data (the m dy
+// planes of a group) and backward_weight (a dy and an x plane).
+int64_t depthwise_slot_elems(const ConvGeometry& g);
+
 // y [N, C_out, S_out] = conv(x [N, C_in, S_in], w [C_out, K]).
-void depthwise_forward(const ConvGeometry& g, const float* x, const float* w, float* y);
+void depthwise_forward(const ConvGeometry& g, const DwInput& x, const float* w, float* y);
 // dx [N, C_in, S_in] from dy [N, C_out, S_out] and w.
-void depthwise_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx);
-// dw [C_out, K] from x and dy.
-void depthwise_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw);
+void depthwise_backward_data(const ConvGeometry& g, const DwInput& dy, const float* w, float* dx);
+// dw [C_out, K] from x and dy (their buffers are laid out [dy plane, x plane] in one slot: pass
+// the same slots to both, x at offset S_out).
+void depthwise_backward_weight(const ConvGeometry& g, const DwInput& x, const DwInput& dy,
+                               float* dw);
 
 // Both at once (dx and dw), reading each dy plane once: what the engine runs when both are
 // requested.

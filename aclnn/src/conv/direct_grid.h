@@ -90,6 +90,11 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                              const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
                              int64_t L2, float* dwt);
+// The weight kernel with x read in place: dwt[c][o] += sum_{p < L2} dyt[p][o] . x[c * ldc + p]
+// for c < C, o < m16, each unit of x the pair of positions (2 p, 2 p + 1) of channel c's row
+// (pointwise: no band, no transpose of x). dyt and dwt 64-byte aligned, ldy a multiple of 16.
+void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t ldc,
+                             const uint32_t* dyt, int64_t ldy, int64_t L2, float* dwt);
 // out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs.
 void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
 // Whether bf16 convolutions run the dot kernels above: AVX512_BF16 on a CPU that issues

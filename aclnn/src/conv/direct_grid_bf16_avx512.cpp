@@ -148,7 +148,62 @@ constexpr WeightTile kWeightTiles[kWC + 1] = {nullptr,
                                               weight_tile<OV, 11>,
                                               weight_tile<OV, 12>};
 
+// acc[v][i] = dw[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x[i * ldc + p]: x is read in place,
+// each unit the pair of positions (2 p, 2 p + 1) of one input channel's row.
+template <int OV, int RC>
+void weight_rows_tile(const uint32_t* x, int64_t ldc, const uint32_t* dyt, int64_t ldy, int64_t L2,
+                      float* dwt, int64_t ldw) {
+  __m512 acc[OV][RC];
+  const uint32_t* row[RC];
+#pragma GCC unroll 8
+  for (int i = 0; i < RC; ++i) row[i] = x + i * ldc;
+#pragma GCC unroll 8
+  for (int v = 0; v < OV; ++v)
+#pragma GCC unroll 8
+    for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
+  for (int64_t p = 0; p < L2; ++p, dyt += ldy) {
+    __m512i d[OV];
+#pragma GCC unroll 8
+    for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dyt + 16 * v);
+#pragma GCC unroll 8
+    for (int i = 0; i < RC; ++i) {
+      const __m512i b = _mm512_set1_epi32(static_cast<int>(row[i][p]));
+#pragma GCC unroll 8
+      for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], b);
+    }
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < OV; ++v)
+#pragma GCC unroll 8
+    for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
+}
+
+constexpr int kRowsOV = 4, kRowsRC = 6;  // 64 output channels x 6 input channels per tile
+using RowsTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, float*,
+                          int64_t);
+template <int OV>
+constexpr RowsTile kRowsTiles[kRowsRC + 1] = {nullptr,
+                                              weight_rows_tile<OV, 1>,
+                                              weight_rows_tile<OV, 2>,
+                                              weight_rows_tile<OV, 3>,
+                                              weight_rows_tile<OV, 4>,
+                                              weight_rows_tile<OV, 5>,
+                                              weight_rows_tile<OV, 6>};
+constexpr const RowsTile* kRowsTilesByOV[kRowsOV + 1] = {nullptr, kRowsTiles<1>, kRowsTiles<2>,
+                                                         kRowsTiles<3>, kRowsTiles<4>};
+
 }  // namespace
+
+void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t ldc,
+                             const uint32_t* dyt, int64_t ldy, int64_t L2, float* dwt) {
+  for (int64_t o0 = 0; o0 < m16; o0 += 16 * kRowsOV) {
+    const int ov = static_cast<int>(min64(kRowsOV, (m16 - o0) / 16));
+    for (int64_t c0 = 0; c0 < C; c0 += kRowsRC) {
+      const int rc = static_cast<int>(min64(kRowsRC, C - c0));
+      kRowsTilesByOV[ov][rc](x + c0 * ldc, ldc, dyt + o0, ldy, L2, dwt + c0 * m16 + o0, m16);
+    }
+  }
+}
 
 void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
                               const uint32_t* x, int64_t plane, const uint32_t* packed, float* out,

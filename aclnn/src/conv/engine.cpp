@@ -54,7 +54,17 @@ struct Plan {
   uint64_t out_y = kNotInWorkspace, out_x = kNotInWorkspace, out_w = kNotInWorkspace;
   uint64_t out_bias = kNotInWorkspace, scratch = kNotInWorkspace;
   uint64_t bytes = 0;
+  // Samples per run of forward / backward_data (0: all): an output computed in the workspace
+  // (another dtype or layout) is computed and unpacked a few samples at a time.
+  int64_t chunk[kPrimitiveCount] = {};
 };
+
+// The problem one run of `prim` computes: N cut to the plan's chunk.
+Problem run_problem(const Plan& p, Primitive prim) {
+  Problem q = p.problem;
+  if (p.chunk[static_cast<int>(prim)] > 0) q.g.N = p.chunk[static_cast<int>(prim)];
+  return q;
+}
 
 void check_gemm_dim(const char* what, int64_t v) {
   check(v <= kMaxGemmDim, ACLNN_ERR_PARAM_INVALID,
@@ -138,17 +148,57 @@ InputUse input_use(const Plan& p) {
   return u;
 }
 
+// Whether both gradients run as one fused depthwise pass (depthwise.h) on fp32 inputs as they
+// are (without a bias gradient to add to dx).
+bool fuses_depthwise(const Plan& p) {
+  const ConvJob& j = p.job;
+  auto depthwise = [&](int i) {
+    return p.choice[i] && p.choice[i]->algo->name == std::string_view("depthwise_direct");
+  };
+  return !p.problem.fp64 && !p.problem.converts && j.out_x && j.out_w && depthwise(1) &&
+         depthwise(2) && !(j.bias && j.bias->numel() > 0);
+}
+
+// Samples per run of a per-sample primitive whose output `v` is computed in the workspace: at
+// most kOutputChunkBytes of T per run (at least one sample), N split into equal runs; 0 when
+// the output is used in place (or is small).
+constexpr int64_t kOutputChunkBytes = int64_t{8} << 20;
+template <typename T>
+int64_t output_chunk(const std::optional<View5>& v, int64_t N) {
+  if (!v || v->numel() == 0 || N <= 1 || usable_in_place<T>(*v, Round::kNone)) return 0;
+  const int64_t sample = v->numel() / N * static_cast<int64_t>(sizeof(T));
+  if (sample * N <= kOutputChunkBytes) return 0;
+  int64_t runs = std::min(N, ceil_div(sample * N, kOutputChunkBytes));
+  while (N % runs != 0) ++runs;  // every run plans and computes the same N (runs <= N)
+  return N / runs;
+}
+
+// Reserves the T buffer of an output computed `chunk` samples at a time (0: whole).
+template <typename T>
+uint64_t reserve_output(Layout& layout, const std::optional<View5>& v, int64_t chunk) {
+  if (chunk == 0) return reserve<T>(layout, true, v, Round::kNone);
+  return layout.add(static_cast<unsigned __int128>(v->numel() / v->dims[0] * chunk) * sizeof(T));
+}
+
 template <typename T>
 void plan_workspace(Plan& p) {
   if (plan_tbc(p)) return;
   const ConvJob& j = p.job;
   const bool need[kPrimitiveCount] = {j.out_y.has_value(), j.out_x.has_value(),
                                       j.out_w.has_value()};
+  p.chunk[0] = output_chunk<T>(j.out_y, j.g.N);
+  p.chunk[1] = output_chunk<T>(j.out_x, j.g.N);
   unsigned __int128 scratch = 0;
   for (int i = 0; i < kPrimitiveCount; ++i) {
     if (!need[i]) continue;
-    p.choice[i] = choose_algorithm(static_cast<Primitive>(i), p.problem);
+    p.choice[i] = choose_algorithm(static_cast<Primitive>(i), run_problem(p, Primitive(i)));
     scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
+  }
+  // The fused depthwise pass computes dx whole.
+  if (fuses_depthwise(p) && p.chunk[1] > 0) {
+    p.chunk[1] = 0;
+    p.choice[1] = choose_algorithm(Primitive::kBackwardData, p.problem);
+    scratch = std::max(scratch, scratch_bytes<T>(*p.choice[1], p.problem.slots));
   }
   const InputUse use = input_use(p);
   Layout layout;
@@ -159,8 +209,8 @@ void plan_workspace(Plan& p) {
   p.w_raw = reserve_raw(layout, use.raw[1], j.w);
   p.y_raw = reserve_raw(layout, use.raw[2], j.y);
   p.bias = reserve<T>(layout, need[0] || need[1], j.bias, Round::kNone);
-  p.out_y = reserve<T>(layout, true, j.out_y, Round::kNone);
-  p.out_x = reserve<T>(layout, true, j.out_x, Round::kNone);
+  p.out_y = reserve_output<T>(layout, j.out_y, p.chunk[0]);
+  p.out_x = reserve_output<T>(layout, j.out_x, p.chunk[1]);
   p.out_w = reserve<T>(layout, true, j.out_w, Round::kNone);
   p.out_bias = reserve<T>(layout, true, j.out_bias, Round::kNone);
   if (scratch > 0) p.scratch = layout.add(scratch);
@@ -191,18 +241,21 @@ T* buffer(const std::optional<View5>& v, uint64_t off, char* ws) {
   return reinterpret_cast<T*>(ws + off);
 }
 
-// ACLNN_CPU_VERBOSE's time line of one primitive run since t0.
-void print_exec(const char* api, Primitive prim, const char* algo,
-                std::chrono::steady_clock::time_point t0) {
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+// ACLNN_CPU_VERBOSE's time line of one primitive that ran `algo` for `ms` milliseconds.
+void print_exec(const char* api, Primitive prim, const char* algo, double ms) {
   std::fprintf(stderr, "aclnn_cpu_verbose,exec,%s,%s,%s,%.3f ms\n", api, primitive_name(prim), algo,
                ms);
 }
 
-// Runs the chosen algorithm of one primitive on `ops` (scratch carved from the workspace).
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs the chosen algorithm of one primitive on `ops` (scratch carved from the workspace); with
+// ACLNN_CPU_VERBOSE, returns its time in ms and prints it if `print`.
 template <typename T>
-void run_primitive(const char* api, const Plan& p, Primitive prim, Operands<T> ops, char* ws) {
+double run_primitive(const char* api, const Plan& p, Primitive prim, Operands<T> ops, char* ws,
+                     bool print = true) {
   const Choice& c = *p.choice[static_cast<int>(prim)];
   if (p.scratch != kNotInWorkspace) {
     T* base = reinterpret_cast<T*>(ws + p.scratch);
@@ -212,20 +265,21 @@ void run_primitive(const char* api, const Plan& p, Primitive prim, Operands<T> o
   }
   const bool timed = verbose();
   const auto t0 = std::chrono::steady_clock::now();
+  Problem q = run_problem(p, prim);
   if constexpr (std::is_same_v<T, float>) {
+    q.bf16 = c.bf16;
     if (c.bf16) {
-      Problem bf = p.problem;
-      bf.bf16 = true;
-      c.algo->run_bf16(bf, c.b, ops);
+      c.algo->run_bf16(q, c.b, ops);
     } else {
-      Problem f32 = p.problem;
-      f32.bf16 = false;
-      c.algo->run_f32(f32, c.b, ops);
+      c.algo->run_f32(q, c.b, ops);
     }
   } else {
-    c.algo->run_f64(p.problem, c.b, ops);
+    c.algo->run_f64(q, c.b, ops);
   }
-  if (timed) print_exec(api, prim, c.algo->name, t0);
+  if (!timed) return 0;
+  const double ms = ms_since(t0);
+  if (print) print_exec(api, prim, c.algo->name, ms);
+  return ms;
 }
 
 // Phase 2. Allocates nothing: every buffer is the caller's tensor memory or the workspace.
@@ -242,7 +296,7 @@ void execute(const char* api, const Plan& p, char* ws) {
         const auto t0 = std::chrono::steady_clock::now();
         tbc_run(j, static_cast<Primitive>(i), p.problem.slots, p.tbc_pack, pack);
         if (verbose() && (i == 0 ? j.out_y : i == 1 ? j.out_x : j.out_w))
-          print_exec(api, static_cast<Primitive>(i), "tbc_gemm", t0);
+          print_exec(api, static_cast<Primitive>(i), "tbc_gemm", ms_since(t0));
       }
       if (j.out_bias) {
         T* out = buffer<T>(j.out_bias, p.out_bias, ws);
@@ -299,29 +353,55 @@ void execute(const char* api, const Plan& p, char* ws) {
     auto finish = [&](const std::optional<View5>& v, uint64_t off, T* buf) {
       if (buf && off != kNotInWorkspace) unpack(buf, *v);
     };
-    if (fwd) {
-      T* out = buffer<T>(j.out_y, p.out_y, ws);
-      if (out) {
-        run_primitive<T>(api, p, Primitive::kForward, ops(Primitive::kForward, out), ws);
-        if (bias) add_channel_bias(out, bias, g.N, g.C_out, g.out_size());
+    // forward / backward_data in runs of p.chunk samples: in = x / dy, out = y / dx.
+    auto per_sample = [&](Primitive prim, const std::optional<View5>& out_view, uint64_t off,
+                          int64_t C_out, int64_t S_out, int64_t C_in, int64_t S_in) {
+      T* out = buffer<T>(out_view, off, ws);
+      if (!out) return finish(out_view, off, out);
+      const int64_t chunk = p.chunk[static_cast<int>(prim)];
+      if (chunk == 0) {
+        run_primitive<T>(api, p, prim, ops(prim, out), ws);
+        if (bias) add_channel_bias(out, bias, g.N, C_out, S_out);
+        return finish(out_view, off, out);
       }
-      finish(j.out_y, p.out_y, out);
-    }
-    T* ox = bwd_data ? buffer<T>(j.out_x, p.out_x, ws) : nullptr;
+      double ms = 0;  // the runs' time (without the unpacks, like an unchunked run)
+      for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+        const int64_t cnt = std::min(chunk, g.N - n0), in_off = n0 * C_in * S_in;
+        Operands<T> o = ops(prim, out);
+        // Only the per-sample input moves: x for forward, dy for backward_data.
+        const bool fw = prim == Primitive::kForward;
+        if (o.x && fw) o.x += in_off;
+        if (o.y && !fw) o.y += in_off;
+        if (o.x16 && fw) o.x16 += in_off;
+        if (o.y16 && !fw) o.y16 += in_off;
+        if (fw && o.xsrc.data) o.xsrc = o.xsrc.at(in_off);
+        if (!fw && o.ysrc.data) o.ysrc = o.ysrc.at(in_off);
+        ms += run_primitive<T>(api, p, prim, o, ws, false);
+        if (bias) add_channel_bias(out, bias, cnt, C_out, S_out);
+        View5 part = *out_view;
+        part.offset += n0 * part.strides[0];
+        part.dims[0] = cnt;
+        unpack(out, part);
+      }
+      if (verbose()) print_exec(api, prim, p.choice[static_cast<int>(prim)]->algo->name, ms);
+    };
+    if (fwd)
+      per_sample(Primitive::kForward, j.out_y, p.out_y, g.C_out, g.out_size(), g.C_in, g.in_size());
+    T* ox = bwd_data && p.chunk[1] == 0 ? buffer<T>(j.out_x, p.out_x, ws) : nullptr;
     T* ow = bwd_weight ? buffer<T>(j.out_w, p.out_w, ws) : nullptr;
     bool fused = false;
     if constexpr (std::is_same_v<T, float>) {
-      // Both gradients of a one-channel-per-group conv: one fused pass over dy (depthwise.h).
-      fused = ox && ow && !bias &&
-              p.choice[1]->algo->name == std::string_view("depthwise_direct") &&
-              p.choice[2]->algo->name == std::string_view("depthwise_direct");
-      if (fused) depthwise_backward(g, x, y, w, ox, ow);
+      // Both gradients of a one-channel-per-group conv: one fused pass over dy (depthwise.h),
+      // on the fp32 inputs as stored (depthwise_direct reads sources).
+      fused = ox && ow && fuses_depthwise(p);
+      if (fused)
+        depthwise_backward(g, static_cast<const float*>(x_raw), static_cast<const float*>(y_raw),
+                           static_cast<const float*>(w_raw), ox, ow);
     }
-    if (ox && !fused) {
-      run_primitive<T>(api, p, Primitive::kBackwardData, ops(Primitive::kBackwardData, ox), ws);
-      if (bias) add_channel_bias(ox, bias, g.N, g.C_in, g.in_size());
-    }
-    if (bwd_data) finish(j.out_x, p.out_x, ox);
+    if (bwd_data && !fused)
+      per_sample(Primitive::kBackwardData, j.out_x, p.out_x, g.C_in, g.in_size(), g.C_out,
+                 g.out_size());
+    if (bwd_data && fused) finish(j.out_x, p.out_x, ox);
     if (ow && !fused)
       run_primitive<T>(api, p, Primitive::kBackwardWeight, ops(Primitive::kBackwardWeight, ow), ws);
     if (bwd_weight) finish(j.out_w, p.out_w, ow);
@@ -382,6 +462,11 @@ aclOpExecutor* make_executor(const char* api, ConvJob job, uint64_t* workspace_s
   auto is_bf16 = [](const std::optional<View5>& v) { return !v || v->dtype == ACL_BF16; };
   plan->problem.bf16 = !jb.use_double && jb.round != Round::kFp16 && bf16_dot_kernels() &&
                        is_bf16(jb.x) && is_bf16(jb.w) && is_bf16(jb.y);
+  auto as_is = [&](const std::optional<View5>& v) {
+    SrcKind kind = SrcKind::kF32;
+    return !v || (src_kind_of(v->dtype, jb.round, &kind) && kind == SrcKind::kF32);
+  };
+  plan->problem.converts = !jb.use_double && !(as_is(jb.x) && as_is(jb.w) && as_is(jb.y));
   if (plan->job.use_double) {
     plan_workspace<double>(*plan);
   } else {
