@@ -253,24 +253,31 @@ void channel_sum(const View5& src, T* out) {
   }
   const auto& d = src.dims;
   const auto& s = src.strides;
-  if (src.dtype == ACL_FLOAT && C > 1 && s[1] == 1) {
-    // fp32 channels-last (e.g. ConvTbc's [T, B, C]): each task owns kBlock contiguous channels
-    // and adds whole rows of them; per channel the order is still n, d, h, w, as below.
+  const bool narrow = src.dtype == ACL_FLOAT16 || src.dtype == ACL_BF16;
+  if ((src.dtype == ACL_FLOAT || narrow) && C > 1 && s[1] == 1) {
+    // Channels-last (e.g. ConvTbc's [T, B, C]): each task owns kBlock contiguous channels and
+    // adds whole rows of them (fp16 / bf16 rows converted exactly first); per channel the order
+    // is still n, d, h, w, as below.
     constexpr int64_t kBlock = 64;
-    const float* base = reinterpret_cast<const float*>(src.origin());
+    SrcKind kind = SrcKind::kF32;
+    src_kind_of(src.dtype, Round::kNone, &kind);
+    const Source base{src.origin(), kind};
     tbb::parallel_for(int64_t{0}, ceil_div(C, kBlock), [&](int64_t b) {
       const int64_t c0 = b * kBlock, nc = std::min(C, c0 + kBlock) - c0;
       double acc[kBlock] = {};
+      float row[kBlock];
       for (int64_t n = 0; n < d[0]; ++n)
         for (int64_t i2 = 0; i2 < d[2]; ++i2)
           for (int64_t i3 = 0; i3 < d[3]; ++i3)
-            for (int64_t i4 = 0; i4 < d[4]; ++i4)
-              add_run_f32(acc, base + n * s[0] + i2 * s[2] + i3 * s[3] + i4 * s[4] + c0, nc);
+            for (int64_t i4 = 0; i4 < d[4]; ++i4) {
+              const Source r = base.at(n * s[0] + i2 * s[2] + i3 * s[3] + i4 * s[4] + c0);
+              if (kind != SrcKind::kF32) r.convert(nc, 1, row);
+              add_run_f32(acc, kind == SrcKind::kF32 ? static_cast<const float*>(r.data) : row, nc);
+            }
       for (int64_t c = 0; c < nc; ++c) out[c0 + c] = static_cast<T>(acc[c]);
     });
     return;
   }
-  const bool narrow = src.dtype == ACL_FLOAT16 || src.dtype == ACL_BF16;
   if ((src.dtype == ACL_FLOAT || (narrow && gemm::have_avx512())) && (d[4] == 1 || s[4] == 1)) {
     // fp32 (or fp16/bf16, converted exactly a chunk at a time) with unit innermost stride: merge
     // the spatial dims that are contiguous with it into one run, sum each run with sum_run_f32
