@@ -70,6 +70,12 @@ bool Bf16DotCannotRun() {
   return !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bf16");
 }
 
+// Whether ACLNN_CPU_BF16_DOT=0 turns the bf16 dot kernels off.
+bool Bf16DotOff() {
+  const char* dot = std::getenv("ACLNN_CPU_BF16_DOT");
+  return dot && dot[0] == '0';
+}
+
 std::string AlgoName(const ::testing::TestParamInfo<Algo>& info) {
   return info.param.primitive + "_" + info.param.name;
 }
@@ -168,6 +174,12 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
              line.size() > 3 && line.compare(line.size() - 3, 3, " ms") == 0;
     if (plan) {
       EXPECT_NE(line.find(isa), std::string::npos) << line << " (expected" << isa << ")";
+      // The arithmetic it runs: bf16 pairs only where the dot kernels run (ACLNN_CPU_BF16_DOT).
+      const bool f32 = line.find(" f32,threads=") != std::string::npos,
+                 f64 = line.find(" f64,threads=") != std::string::npos,
+                 bf16 = line.find(" bf16,threads=") != std::string::npos;
+      EXPECT_EQ(f32 + f64 + bf16, 1) << line;
+      if (bf16) EXPECT_FALSE(Bf16DotOff()) << line;
     }
     at = end + 1;
   }

@@ -90,14 +90,13 @@ unsigned __int128 scratch_bytes(const Choice& c, int slots) {
   return elems * sizeof(T);
 }
 
-std::string describe(const ConvGeometry& g, bool fp64) {
+std::string describe(const ConvGeometry& g) {
   std::ostringstream os;
   os << "N" << g.N << " C" << g.C_in << "->" << g.C_out << " g" << g.groups << " in" << g.in[0]
      << "x" << g.in[1] << "x" << g.in[2] << " k" << g.k[0] << "x" << g.k[1] << "x" << g.k[2] << " s"
      << g.stride[0] << "x" << g.stride[1] << "x" << g.stride[2] << " d" << g.dil[0] << "x"
      << g.dil[1] << "x" << g.dil[2] << " p" << g.pad_before[0] << "," << g.pad_before[1] << ","
-     << g.pad_before[2] << "/" << g.pad_after[0] << "," << g.pad_after[1] << "," << g.pad_after[2]
-     << (fp64 ? " f64" : " f32");
+     << g.pad_before[2] << "/" << g.pad_after[0] << "," << g.pad_after[1] << "," << g.pad_after[2];
   return os.str();
 }
 
@@ -219,17 +218,19 @@ void plan_workspace(Plan& p) {
 }
 
 void print_plan(const char* api, const Plan& p) {
-  const std::string geo = describe(p.job.g, p.problem.fp64);
+  const std::string geo = describe(p.job.g);
   const bool need[kPrimitiveCount] = {p.job.out_y.has_value(), p.job.out_x.has_value(),
                                       p.job.out_w.has_value()};
   for (int i = 0; i < kPrimitiveCount; ++i) {
     if (!need[i]) continue;
     const char* name = p.tbc ? "tbc_gemm" : p.choice[i]->algo->name;
     const std::string why = p.tbc ? "time-major 1-d fp32 views" : p.choice[i]->why;
-    std::fprintf(stderr, "aclnn_cpu_verbose,plan,%s,%s,%s,%s,threads=%d,workspace=%llu,isa=%s,%s\n",
-                 api, primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), p.problem.slots,
-                 static_cast<unsigned long long>(p.bytes), gemm::isa_name(p.problem.isa),
-                 why.c_str());
+    // What the products are computed on: double, bf16 pairs (the dot kernels), or fp32.
+    const char* math = p.problem.fp64 ? "f64" : !p.tbc && p.choice[i]->bf16 ? "bf16" : "f32";
+    std::fprintf(
+        stderr, "aclnn_cpu_verbose,plan,%s,%s,%s,%s %s,threads=%d,workspace=%llu,isa=%s,%s\n", api,
+        primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), math, p.problem.slots,
+        static_cast<unsigned long long>(p.bytes), gemm::isa_name(p.problem.isa), why.c_str());
   }
 }
 
