@@ -59,6 +59,11 @@ struct Plan {
   int64_t chunk[kPrimitiveCount] = {};
 };
 
+// Whether `j` asks for the result of primitive `prim` (y, dx or dw).
+bool requested(const ConvJob& j, int prim) {
+  return (prim == 0 ? j.out_y : prim == 1 ? j.out_x : j.out_w).has_value();
+}
+
 // The problem one run of `prim` computes: N cut to the plan's chunk.
 Problem run_problem(const Plan& p, Primitive prim) {
   Problem q = p.problem;
@@ -183,13 +188,11 @@ template <typename T>
 void plan_workspace(Plan& p) {
   if (plan_tbc(p)) return;
   const ConvJob& j = p.job;
-  const bool need[kPrimitiveCount] = {j.out_y.has_value(), j.out_x.has_value(),
-                                      j.out_w.has_value()};
   p.chunk[0] = output_chunk<T>(j.out_y, j.g.N);
   p.chunk[1] = output_chunk<T>(j.out_x, j.g.N);
   unsigned __int128 scratch = 0;
   for (int i = 0; i < kPrimitiveCount; ++i) {
-    if (!need[i]) continue;
+    if (!requested(j, i)) continue;
     p.choice[i] = choose_algorithm(static_cast<Primitive>(i), run_problem(p, Primitive(i)));
     scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
   }
@@ -207,7 +210,7 @@ void plan_workspace(Plan& p) {
   p.x_raw = reserve_raw(layout, use.raw[0], j.x);
   p.w_raw = reserve_raw(layout, use.raw[1], j.w);
   p.y_raw = reserve_raw(layout, use.raw[2], j.y);
-  p.bias = reserve<T>(layout, need[0] || need[1], j.bias, Round::kNone);
+  p.bias = reserve<T>(layout, requested(j, 0) || requested(j, 1), j.bias, Round::kNone);
   p.out_y = reserve_output<T>(layout, j.out_y, p.chunk[0]);
   p.out_x = reserve_output<T>(layout, j.out_x, p.chunk[1]);
   p.out_w = reserve<T>(layout, true, j.out_w, Round::kNone);
@@ -219,10 +222,8 @@ void plan_workspace(Plan& p) {
 
 void print_plan(const char* api, const Plan& p) {
   const std::string geo = describe(p.job.g);
-  const bool need[kPrimitiveCount] = {p.job.out_y.has_value(), p.job.out_x.has_value(),
-                                      p.job.out_w.has_value()};
   for (int i = 0; i < kPrimitiveCount; ++i) {
-    if (!need[i]) continue;
+    if (!requested(p.job, i)) continue;
     const char* name = p.tbc ? "tbc_gemm" : p.choice[i]->algo->name;
     const std::string why = p.tbc ? "time-major 1-d fp32 views" : p.choice[i]->why;
     // What the products are computed on: double, bf16 pairs (the dot kernels), or fp32.
@@ -294,10 +295,10 @@ void execute(const char* api, const Plan& p, char* ws) {
       float* pack =
           p.scratch != kNotInWorkspace ? reinterpret_cast<float*>(ws + p.scratch) : nullptr;
       for (int i = 0; i < kPrimitiveCount; ++i) {
+        if (!requested(j, i)) continue;
         const auto t0 = std::chrono::steady_clock::now();
         tbc_run(j, static_cast<Primitive>(i), p.problem.slots, p.tbc_pack, pack);
-        if (verbose() && (i == 0 ? j.out_y : i == 1 ? j.out_x : j.out_w))
-          print_exec(api, static_cast<Primitive>(i), "tbc_gemm", ms_since(t0));
+        if (verbose()) print_exec(api, static_cast<Primitive>(i), "tbc_gemm", ms_since(t0));
       }
       if (j.out_bias) {
         T* out = buffer<T>(j.out_bias, p.out_bias, ws);

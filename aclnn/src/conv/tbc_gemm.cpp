@@ -122,7 +122,7 @@ void tbc_run(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, fl
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
   // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].
-  if (prim == Primitive::kForward && j.out_y) {
+  if (prim == Primitive::kForward) {
     const View5& w = *j.w;
     const float* wp = rows_of(w);
     shifted_row_gemms(
@@ -135,7 +135,7 @@ void tbc_run(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, fl
   }
   // dX[t'] = bias + sum_k dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]. The bias is the
   // transposed forward's (ConvJob adds it to out_x there); a backward job has none.
-  if (prim == Primitive::kBackwardData && j.out_x) {
+  if (prim == Primitive::kBackwardData) {
     const View5& w = *j.w;
     const float* wp = rows_of(w);
     shifted_row_gemms(
@@ -148,7 +148,7 @@ void tbc_run(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, fl
   }
   // dW_k[:, o-block] = sum_t X[t + k - pad]^T . dY[t][:, o-block]: one GEMM per (tap, output
   // channel block) with all input channels as M, so each task packs its share of dY once.
-  if (prim == Primitive::kBackwardWeight && j.out_w) {
+  if (prim == Primitive::kBackwardWeight) {
     const View5& dw = *j.out_w;
     float* dwp = rows_of(dw);
     const float* x = rows_of(*j.x);

@@ -26,8 +26,8 @@ namespace aclnn_cpu::conv {
 // Whether `job` (fp32, exact) can run on the TBC path: geometry and every view qualify.
 bool tbc_applicable(const ConvJob& job);
 
-// Runs primitive `prim` of `job` (its out_y, out_x or out_w; not the bias gradient), if the job
-// asks for that result. Must run inside the executor's task arena of `slots` threads; `pack`
+// Runs primitive `prim` of `job` (its out_y, out_x or out_w, which the job must ask for; not the
+// bias gradient). Must run inside the executor's task arena of `slots` threads; `pack`
 // holds slots * pack_elems floats (gemm/sgemm.h scratch), or is null to use OpenBLAS.
 void tbc_run(const ConvJob& job, Primitive prim, int slots, int64_t pack_elems, float* pack);
 
