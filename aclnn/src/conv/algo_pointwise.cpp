@@ -59,20 +59,12 @@ Fit plan_data(const Problem& p) {
   return f;
 }
 
-// bf16: channel blocks of at most 256 (each block transposes dy again), as many as a multiple
-// of the threads where there are several.
-int64_t bf16_weight_cblock(const Problem& p) {
-  const int64_t Cig = p.g.cin_g(), slots = std::max(1, p.slots);
-  int64_t blocks = ceil_div(Cig, pointwise_bf16::kWeightChannels) * p.g.groups;
-  if (blocks > 1) blocks = ceil_div(blocks, slots) * slots;
-  return ceil_div(Cig, std::max<int64_t>(1, blocks / p.g.groups));
-}
-
 Fit plan_weight(const Problem& p) {
   Fit f = applies(p);
   if (p.bf16) {
     if (!f.applies) return f;
-    plan_weight_split(p, 4, bf16_weight_cblock(p), f.b);
+    // bf16: channel blocks of at most 256 (each block transposes dy again).
+    plan_weight_split(p, 4, even_cblock(p, pointwise_bf16::kWeightChannels), f.b);
     pointwise_bf16::plan_weight(p, f.b);
     return f;
   }

@@ -30,10 +30,6 @@ constexpr int64_t kChunkPairs = 96;   // channel pairs per kernel pass (a 48-col
 constexpr int64_t kWeightPairs = 64;  // weight gradient: position pairs per kernel call
 constexpr int64_t kZeroOffset[1] = {0};
 
-int64_t round16(int64_t v) {
-  return ceil_div(v, 16) * 16;
-}
-
 // One GEMM per (sample, group): out[m, S] = W[m, C] * src[C, S], W(i, c) = w[i * so + c * si].
 struct Gemm {
   int64_t m, C, S;

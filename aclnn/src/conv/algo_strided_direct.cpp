@@ -43,10 +43,6 @@ constexpr int64_t kCallPositions = 64;               // output positions per ker
 constexpr int64_t kBlockBytes = int64_t{256} << 10;  // dy_t + x_t of one row block
 constexpr int64_t kMaxChannels = 96;                 // input channels per task
 
-int64_t round16(int64_t v) {
-  return ceil_div(v, 16) * 16;
-}
-
 // The padded channels-last layout of one block of output rows.
 struct Frame {
   int64_t m16 = 0, cb16 = 0;  // output channels, block channels (rounded up to 16)

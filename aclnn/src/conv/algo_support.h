@@ -53,6 +53,10 @@ inline int64_t pieces_wanted(const Problem& p) {
   const int64_t items = std::max<int64_t>(1, p.g.N * p.g.groups);
   return ceil_div(4 * p.slots, items);
 }
+// v rounded up to a multiple of 16 (a zmm of floats).
+inline int64_t round16(int64_t v) {
+  return ceil_div(v, 16) * 16;
+}
 // Splits `total` items into at most `want` equal blocks (rounded up); returns the block size.
 inline int64_t block_size(int64_t total, int64_t want) {
   if (total <= 0) return 1;

@@ -21,10 +21,6 @@ constexpr int64_t kWindowBytes = int64_t{24} << 10;  // forward: band window per
 constexpr int64_t kWeightCols = 128;                 // weight gradient: positions per kernel call
 constexpr int64_t kWeightChannels = 96;  // weight gradient: most input channels per task
 
-inline int64_t round16(int64_t v) {
-  return ceil_div(v, 16) * 16;
-}
-
 // Grid rows per task for an m-channel output block, with about `want` tasks per grid.
 inline int64_t rows_per_task(const TapGrid& tg, int64_t m, int64_t want) {
   const int64_t by_budget =
