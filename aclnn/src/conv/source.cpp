@@ -71,11 +71,13 @@ bool avx2_f16c() {
 
 void Source::convert(int64_t n, int64_t stride, float* dst) const {
   if (n <= 0) return;
-  const bool narrow8 = elem_bytes() == 1;
-  const bool avx512 = gemm::have_avx512() && !narrow8, avx2 = !avx512 && !narrow8 && avx2_f16c();
   if (stride == 1 && kind == SrcKind::kF32) {
     std::memcpy(dst, data, static_cast<size_t>(n) * sizeof(float));
-  } else if (stride == 1 && avx512) {
+    return;
+  }
+  const bool narrow8 = elem_bytes() == 1;
+  const bool avx512 = gemm::have_avx512() && !narrow8, avx2 = !avx512 && !narrow8 && avx2_f16c();
+  if (stride == 1 && avx512) {
     direct_convert_avx512(kind, data, n, dst);
   } else if (stride == 1 && avx2) {
     convert_avx2(kind, data, n, dst);

@@ -59,8 +59,7 @@ inline __m256 load8(SrcKind kind, const void* src) {
 }  // namespace
 
 void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst) {
-  const int64_t bytes =
-      (kind == SrcKind::kF16 || kind == SrcKind::kBF16 || kind == SrcKind::kBF16Fp16) ? 2 : 4;
+  const int64_t bytes = static_cast<int64_t>(Source{src, kind}.elem_bytes());
   const char* s = static_cast<const char*>(src);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(kind, s + i * bytes));
