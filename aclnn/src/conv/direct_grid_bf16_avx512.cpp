@@ -5,13 +5,17 @@
 // No standard-library template is instantiated inside the target region.
 #include <immintrin.h>
 
+#include <array>
 #include <cstdint>
+#include <utility>
 
 #include "conv/direct_grid.h"
 
 // The whole file is compiled for AVX-512 (clang spells GCC's target pragma differently).
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma"))), apply_to = function)
+#pragma clang attribute push(                                                     \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma"))), \
+    apply_to = function)
 #else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")
@@ -102,24 +106,26 @@ ForwardTile forward_tile_for(int rows, int64_t cols) {
   return kTiles<1, true>[rows];
 }
 
-// acc[v][i] = dwt[t][c0 + i][o0 + 16 v ..] += sum_p dy2[p][o] . x2[off + p][c0 + i]: each unit of
-// dy2 is the pair of positions (2p, 2p + 1) of one output channel, each unit of x2 the same two
-// positions of one input channel.
-template <int OV, int RC>
-void weight_tile(const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy, int64_t L2,
+// acc[v][i] = dwt[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x(p, i): each unit of dyt is the
+// pair of positions (2p, 2p + 1) of one output channel, each unit of x the same two positions of
+// one input channel. kChannelsLast: x(p, i) = x[p * ld + i] (grid_direct's band, transposed);
+// else x(p, i) = x[i * ld + p] (pointwise: each input channel's row read in place).
+template <int OV, int RC, bool kChannelsLast>
+void weight_tile(const uint32_t* x, int64_t ld, const uint32_t* dyt, int64_t ldy, int64_t L2,
                  float* dwt, int64_t ldw) {
   __m512 acc[OV][RC];
 #pragma GCC unroll 16
   for (int v = 0; v < OV; ++v)
 #pragma GCC unroll 16
     for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
-  for (int64_t p = 0; p < L2; ++p, xt += ldx, dyt += ldy) {
+  for (int64_t p = 0; p < L2; ++p, dyt += ldy) {
     __m512i d[OV];
 #pragma GCC unroll 16
     for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dyt + 16 * v);
 #pragma GCC unroll 16
     for (int i = 0; i < RC; ++i) {
-      const __m512i b = _mm512_set1_epi32(static_cast<int>(xt[i]));
+      const uint32_t unit = kChannelsLast ? x[p * ld + i] : x[i * ld + p];
+      const __m512i b = _mm512_set1_epi32(static_cast<int>(unit));
 #pragma GCC unroll 16
       for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], b);
     }
@@ -133,64 +139,20 @@ void weight_tile(const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t l
 using WeightTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, float*,
                             int64_t);
 
-template <int OV>
-constexpr WeightTile kWeightTiles[kWC + 1] = {nullptr,
-                                              weight_tile<OV, 1>,
-                                              weight_tile<OV, 2>,
-                                              weight_tile<OV, 3>,
-                                              weight_tile<OV, 4>,
-                                              weight_tile<OV, 5>,
-                                              weight_tile<OV, 6>,
-                                              weight_tile<OV, 7>,
-                                              weight_tile<OV, 8>,
-                                              weight_tile<OV, 9>,
-                                              weight_tile<OV, 10>,
-                                              weight_tile<OV, 11>,
-                                              weight_tile<OV, 12>};
-
-// acc[v][i] = dw[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x[i * ldc + p]: x is read in place,
-// each unit the pair of positions (2 p, 2 p + 1) of one input channel's row.
-template <int OV, int RC>
-void weight_rows_tile(const uint32_t* x, int64_t ldc, const uint32_t* dyt, int64_t ldy, int64_t L2,
-                      float* dwt, int64_t ldw) {
-  __m512 acc[OV][RC];
-  const uint32_t* row[RC];
-#pragma GCC unroll 8
-  for (int i = 0; i < RC; ++i) row[i] = x + i * ldc;
-#pragma GCC unroll 8
-  for (int v = 0; v < OV; ++v)
-#pragma GCC unroll 8
-    for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
-  for (int64_t p = 0; p < L2; ++p, dyt += ldy) {
-    __m512i d[OV];
-#pragma GCC unroll 8
-    for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dyt + 16 * v);
-#pragma GCC unroll 8
-    for (int i = 0; i < RC; ++i) {
-      const __m512i b = _mm512_set1_epi32(static_cast<int>(row[i][p]));
-#pragma GCC unroll 8
-      for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], b);
-    }
-  }
-#pragma GCC unroll 8
-  for (int v = 0; v < OV; ++v)
-#pragma GCC unroll 8
-    for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
+// kWeightTiles<OV, kChannelsLast, kMaxRC>[rc]: the tile of OV vectors of output channels x rc
+// input channels, rc = 1 .. kMaxRC (entry 0 unused).
+template <int OV, bool kChannelsLast, int... I>
+constexpr std::array<WeightTile, sizeof...(I) + 1> weight_tiles(std::integer_sequence<int, I...>) {
+  return {nullptr, weight_tile<OV, I + 1, kChannelsLast>...};
 }
+template <int OV, bool kChannelsLast, int kMaxRC>
+constexpr auto kWeightTiles =
+    weight_tiles<OV, kChannelsLast>(std::make_integer_sequence<int, kMaxRC>{});
 
-constexpr int kRowsOV = 4, kRowsRC = 6;  // 64 output channels x 6 input channels per tile
-using RowsTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, float*,
-                          int64_t);
-template <int OV>
-constexpr RowsTile kRowsTiles[kRowsRC + 1] = {nullptr,
-                                              weight_rows_tile<OV, 1>,
-                                              weight_rows_tile<OV, 2>,
-                                              weight_rows_tile<OV, 3>,
-                                              weight_rows_tile<OV, 4>,
-                                              weight_rows_tile<OV, 5>,
-                                              weight_rows_tile<OV, 6>};
-constexpr const RowsTile* kRowsTilesByOV[kRowsOV + 1] = {nullptr, kRowsTiles<1>, kRowsTiles<2>,
-                                                         kRowsTiles<3>, kRowsTiles<4>};
+constexpr int kRowsOV = 4, kRowsRC = 6;  // pointwise: 64 output channels x 6 input channels
+constexpr const WeightTile* kRowsTilesByOV[kRowsOV + 1] = {
+    nullptr, kWeightTiles<1, false, kRowsRC>.data(), kWeightTiles<2, false, kRowsRC>.data(),
+    kWeightTiles<3, false, kRowsRC>.data(), kWeightTiles<4, false, kRowsRC>.data()};
 
 }  // namespace
 
@@ -236,9 +198,9 @@ void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* o
         const uint32_t* x = xt + off[t] + c0;
         float* d = dwt + (t * C + c0) * m16 + o0;
         if (two) {
-          kWeightTiles<2>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
+          kWeightTiles<2, true, kWC>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
         } else {
-          kWeightTiles<1>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
+          kWeightTiles<1, true, kWC>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
         }
       }
       c0 += rc;
