@@ -138,10 +138,24 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
   ScopedEnv force("ACLNN_CPU_CONV_ALGO", a.name);
   ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
   ::testing::internal::CaptureStderr();
-  if (a.name == "tbc_gemm") {  // the time-major path serves all three primitives of ConvTbc
-    for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
-      EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{9, 3, 5, 7, 3, 1}, layout}));
-      EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{8, 2, 6, 4, 2, 0}, layout}));
+  if (a.name.rfind("tbc_", 0) == 0) {  // the time-major forms serve all primitives of ConvTbc
+    struct Dtype {
+      aclDataType dt;
+      int cube;
+    };
+    for (Dtype d :
+         {Dtype{ACL_FLOAT, 0}, Dtype{ACL_BF16, 0}, Dtype{ACL_FLOAT16, 0}, Dtype{ACL_FLOAT, 2}}) {
+      for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+        EXPECT_TRUE(
+            acltest::CheckTbcBackward({naive::TbcGeom{9, 3, 5, 7, 3, 1}, layout, d.dt, d.cube}));
+        EXPECT_TRUE(
+            acltest::CheckTbcForward({naive::TbcGeom{8, 2, 6, 4, 2, 0}, layout, d.dt, d.cube}));
+      }
+      // Several tasks of rows, an odd row count and batch, two column blocks with a tail, odd
+      // channels (the bf16 pairs' tails).
+      const naive::TbcGeom sized{70, 9, 67, 70, 3, 1};
+      EXPECT_TRUE(acltest::CheckTbcBackward({sized, Layout::kContiguous, d.dt, d.cube}));
+      EXPECT_TRUE(acltest::CheckTbcForward({sized, Layout::kContiguous, d.dt, d.cube}));
     }
   }
   for (ConvCase c : Sweep()) {

@@ -160,6 +160,31 @@ TEST(FastPathTbc, TransposedForwardOnTimeMajorViewsAddsBias) {
                                           acltest::ToleranceFor(ACL_FLOAT, ACL_FLOAT)));
 }
 
+// The 16-bit and rounded forms (tbc_bf16 where the bf16 dot kernels run, tbc_convert for fp16,
+// USE_FP16 and HF32): several row tasks, column blocks with tails, odd channels (the bf16 pairs'
+// tails), odd batches (odd tap shifts and an odd last row in the weight gradient's row pairs), a
+// batch wider than one packing span, and a layout that is not time-major (the conv1d path).
+TEST(FastPathTbc, SixteenBitFormsMatchReference) {
+  struct Dtype {
+    aclDataType dt;
+    int cube;
+  };
+  const naive::TbcGeom geoms[] = {{97, 9, 72, 68, 3, 1},  {60, 5, 130, 40, 5, 2},
+                                  {50, 8, 64, 136, 4, 0}, {3, 300, 17, 33, 2, 1},
+                                  {40, 7, 33, 9, 4, 2},   {30, 1, 16, 16, 3, 1}};
+  for (Dtype d :
+       {Dtype{ACL_BF16, 0}, Dtype{ACL_FLOAT16, 0}, Dtype{ACL_FLOAT, 2}, Dtype{ACL_FLOAT, 1}}) {
+    EXPECT_TRUE(acltest::CheckTbcBackward({geoms[1], Layout::kPermuted, d.dt, d.cube}));
+    // As chosen (the bf16 kernels from ~4M multiply-adds), then forced at every size.
+    EXPECT_TRUE(acltest::CheckTbcBackward({geoms[0], Layout::kContiguous, d.dt, d.cube}));
+    acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "tbc_bf16,tbc_convert");
+    for (const naive::TbcGeom& g : geoms) {
+      EXPECT_TRUE(acltest::CheckTbcBackward({g, Layout::kContiguous, d.dt, d.cube}));
+      EXPECT_TRUE(acltest::CheckTbcForward({g, Layout::kContiguous, d.dt, d.cube}));
+    }
+  }
+}
+
 TEST(FastPathTbc, PerTapGemmsMatchReference) {
   for (Layout layout : {Layout::kContiguous, Layout::kPadded, Layout::kPermuted}) {
     EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));

@@ -43,8 +43,8 @@ struct Plan {
   std::shared_ptr<tbb::task_arena> arena;  // concurrency <= problem.slots
   Problem problem;
   std::optional<Choice> choice[kPrimitiveCount];  // forward, backward_data, backward_weight
-  bool tbc = false;      // time-major 1-d fp32: per-tap GEMMs on the caller's buffers
-  int64_t tbc_pack = 0;  //   their GEMM packing scratch per slot (floats)
+  TbcMode tbc = TbcMode::kNone;  // time-major 1-d: per-tap GEMMs on the caller's rows
+  TbcScratch tbc_scratch;        //   their scratch (shared + per slot)
   // Workspace offsets of the dense compute copies / results, and of the algorithms' scratch
   // (one region: the primitives run one after another).
   uint64_t x = kNotInWorkspace, w = kNotInWorkspace, y = kNotInWorkspace, bias = kNotInWorkspace;
@@ -105,22 +105,25 @@ std::string describe(const ConvGeometry& g) {
   return os.str();
 }
 
-// The time-major fp32 path needs only GEMM packing scratch (and the gradBias buffer if not in
-// place). It is taken unless ACLNN_CPU_CONV_ALGO names other algorithms only.
+// The time-major forms (tbc_gemm.h) need only their scratch (and the gradBias buffer if not in
+// place). One is taken unless ACLNN_CPU_CONV_ALGO names other algorithms only.
 constexpr double kTbcOwnGemmMinMacs = double(1 << 22);
 bool plan_tbc(Plan& p) {
   const ConvJob& j = p.job;
-  if (j.use_double || !tbc_applicable(j)) return false;
-  if (any_algorithm_forced() && !algorithm_forced("tbc_gemm")) return false;
-  p.tbc = true;
+  if (j.use_double) return false;
+  p.tbc = tbc_mode(j, p.problem);
+  if (p.tbc == TbcMode::kNone) return false;
   const ConvGeometry& g = j.g;
   const double macs = static_cast<double>(g.N) * g.C_out * g.out[2] * g.C_in * g.k[2];
-  if (macs >= kTbcOwnGemmMinMacs || any_algorithm_forced()) p.tbc_pack = gemm::pack_elems();
+  const bool own_gemm =
+      gemm::pack_elems() > 0 && (macs >= kTbcOwnGemmMinMacs || any_algorithm_forced());
+  p.tbc_scratch = tbc_scratch(j, p.tbc, own_gemm, p.problem.slots);
   Layout layout;
   p.out_bias = reserve<float>(layout, true, j.out_bias, Round::kNone);
-  if (p.tbc_pack > 0)
-    p.scratch =
-        layout.add(static_cast<unsigned __int128>(p.tbc_pack) * p.problem.slots * sizeof(float));
+  const TbcScratch& s = p.tbc_scratch;
+  const unsigned __int128 bytes =
+      static_cast<unsigned __int128>(s.slot) * p.problem.slots + static_cast<uint64_t>(s.shared);
+  if (bytes > 0) p.scratch = layout.add(bytes);
   p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
   return true;
 }
@@ -224,10 +227,12 @@ void print_plan(const char* api, const Plan& p) {
   const std::string geo = describe(p.job.g);
   for (int i = 0; i < kPrimitiveCount; ++i) {
     if (!requested(p.job, i)) continue;
-    const char* name = p.tbc ? "tbc_gemm" : p.choice[i]->algo->name;
-    const std::string why = p.tbc ? "time-major 1-d fp32 views" : p.choice[i]->why;
+    const bool tbc = p.tbc != TbcMode::kNone;
+    const char* name = tbc ? tbc_name(p.tbc) : p.choice[i]->algo->name;
+    const std::string why = tbc ? "time-major 1-d views" : p.choice[i]->why;
     // What the products are computed on: double, bf16 pairs (the dot kernels), or fp32.
-    const char* math = p.problem.fp64 ? "f64" : !p.tbc && p.choice[i]->bf16 ? "bf16" : "f32";
+    const bool bf16 = tbc ? p.tbc == TbcMode::kBf16 : p.choice[i]->bf16;
+    const char* math = p.problem.fp64 ? "f64" : bf16 ? "bf16" : "f32";
     std::fprintf(
         stderr, "aclnn_cpu_verbose,plan,%s,%s,%s,%s %s,threads=%d,workspace=%llu,isa=%s,%s\n", api,
         primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), math, p.problem.slots,
@@ -291,14 +296,13 @@ void execute(const char* api, const Plan& p, char* ws) {
   const ConvJob& j = p.job;
   const ConvGeometry& g = j.g;
   p.arena->execute([&] {
-    if (p.tbc) {  // operands used in place; only the packing scratch is in the workspace
-      float* pack =
-          p.scratch != kNotInWorkspace ? reinterpret_cast<float*>(ws + p.scratch) : nullptr;
+    if (p.tbc != TbcMode::kNone) {  // operands read in place; only scratch in the workspace
+      char* scratch = p.scratch != kNotInWorkspace ? ws + p.scratch : nullptr;
       for (int i = 0; i < kPrimitiveCount; ++i) {
         if (!requested(j, i)) continue;
         const auto t0 = std::chrono::steady_clock::now();
-        tbc_run(j, static_cast<Primitive>(i), p.problem.slots, p.tbc_pack, pack);
-        if (verbose()) print_exec(api, static_cast<Primitive>(i), "tbc_gemm", ms_since(t0));
+        tbc_run(j, p.tbc, p.tbc_scratch, static_cast<Primitive>(i), p.problem.slots, scratch);
+        if (verbose()) print_exec(api, static_cast<Primitive>(i), tbc_name(p.tbc), ms_since(t0));
       }
       if (j.out_bias) {
         T* out = buffer<T>(j.out_bias, p.out_bias, ws);

@@ -2,12 +2,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string_view>
 
 #include "conv/algorithm.h"
 #include "aclnn/aclnn_cpu_conv.h"
 #include "conv/algorithms.h"
+#include "conv/direct_grid.h"
+#include "conv/tbc_gemm.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -138,31 +141,48 @@ Choice choose_algorithm(Primitive prim, Problem problem) {
 
 }  // namespace aclnn_cpu::conv
 
-// The diagnostics of aclnn/aclnn_cpu_conv.h.
+// The diagnostics of aclnn/aclnn_cpu_conv.h: the registered algorithms, then the time-major forms
+// (tbc_gemm.h; they serve all three primitives of ConvTbc).
+namespace {
+constexpr aclnn_cpu::conv::TbcMode kTbcForms[] = {aclnn_cpu::conv::TbcMode::kF32,
+                                                  aclnn_cpu::conv::TbcMode::kBf16,
+                                                  aclnn_cpu::conv::TbcMode::kConvert};
+}  // namespace
+
 extern "C" {
 
 ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmCount(void) {
-  return static_cast<int>(aclnn_cpu::conv::all_algorithms().size()) + 1;
+  return static_cast<int>(aclnn_cpu::conv::all_algorithms().size() + std::size(kTbcForms));
 }
 
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index) {
   const auto all = aclnn_cpu::conv::all_algorithms();
-  if (index < 0 || index > static_cast<int>(all.size())) return nullptr;
-  return index == static_cast<int>(all.size()) ? "tbc_gemm" : all[index]->name;
+  if (index < 0 || index >= aclnnCpuConvAlgorithmCount()) return nullptr;
+  const size_t i = static_cast<size_t>(index);
+  return i < all.size() ? all[i]->name : aclnn_cpu::conv::tbc_name(kTbcForms[i - all.size()]);
 }
 
 ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
+  using aclnn_cpu::conv::TbcMode;
   const auto all = aclnn_cpu::conv::all_algorithms();
-  if (index < 0 || index > static_cast<int>(all.size())) return 0;
-  return index == static_cast<int>(all.size()) || aclnn_cpu::gemm::isa() >= all[index]->needs_isa;
+  if (index < 0 || index >= aclnnCpuConvAlgorithmCount()) return 0;
+  const size_t i = static_cast<size_t>(index);
+  if (i < all.size()) return aclnn_cpu::gemm::isa() >= all[i]->needs_isa;
+  switch (kTbcForms[i - all.size()]) {
+    case TbcMode::kBf16:
+      return aclnn_cpu::conv::bf16_dot_kernels();
+    case TbcMode::kConvert:
+      return aclnn_cpu::gemm::have_packed_gemm();
+    default:
+      return 1;
+  }
 }
 
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index) {
   const auto all = aclnn_cpu::conv::all_algorithms();
-  if (index < 0 || index > static_cast<int>(all.size())) return nullptr;
-  return index == static_cast<int>(all.size())
-             ? "all"
-             : aclnn_cpu::conv::primitive_name(all[index]->primitive);
+  if (index < 0 || index >= aclnnCpuConvAlgorithmCount()) return nullptr;
+  const size_t i = static_cast<size_t>(index);
+  return i < all.size() ? aclnn_cpu::conv::primitive_name(all[i]->primitive) : "all";
 }
 
 }  // extern "C"

@@ -1,16 +1,19 @@
 #include "conv/tbc_gemm.h"
 
 #include <algorithm>
-#include <stdexcept>
+#include <optional>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
-
+#include "conv/tbc_rows.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
 namespace {
+
+using tbc::eff;
+using tbc::parallel;
+using tbc::row_ld;
+using tbc::slot_of;
+using tbc::weight_ld;
 
 // Output rows per forward / backward-data task: enough for an efficient GEMM (M = rows), few
 // enough for a dozen or more tasks on typical sequences.
@@ -18,49 +21,8 @@ constexpr int64_t kRowsPerTask = 512;
 // Output channels per weight-gradient task (the GEMM's N; its M is all input channels).
 constexpr int64_t kOutChannelsPerTask = 128;
 
-// The stride of a dim, or `fallback` when the dim has size 1 (its stride is then meaningless).
-int64_t eff(const View5& v, int d, int64_t fallback) {
-  return v.dims[d] == 1 ? fallback : v.strides[d];
-}
-
-// Row stride of a time-major activation view [B, C, 1, 1, T]: row r = t * B + b.
-int64_t row_ld(const View5& v) {
-  return v.dims[0] > 1 ? v.strides[0] : eff(v, 4, v.dims[1]);
-}
-
-// An activation view whose memory is [T, B, C] rows: C contiguous, and the time stride is B rows,
-// so row r = t * B + b sits at origin + r * ld.
-bool time_major(const View5& v) {
-  if (v.dtype != ACL_FLOAT || v.numel() == 0 || eff(v, 1, 1) != 1) return false;
-  const int64_t ld = row_ld(v);
-  return ld >= v.dims[1] && (v.dims[0] == 1 || v.dims[4] == 1 || v.strides[4] == v.dims[0] * ld);
-}
-
-// Weight view [C_out, C_in, 1, 1, K] with C_out contiguous; W_k(c, o) = w[o, c, k] as a matrix
-// with row stride ld_in (between input channels).
-int64_t weight_ld(const View5& w) {
-  return eff(w, 1, w.dims[0]);
-}
-bool weight_ok(const View5& w) {
-  return w.dtype == ACL_FLOAT && w.numel() > 0 && eff(w, 0, 1) == 1 && weight_ld(w) >= w.dims[0];
-}
-
 float* rows_of(const View5& v) {
   return reinterpret_cast<float*>(v.origin());
-}
-
-int slot_of(int slots) {
-  const int s = tbb::this_task_arena::current_thread_index();
-  if (s < 0 || s >= slots) throw std::logic_error("tbc_run ran outside its task arena");
-  return s;
-}
-
-template <typename Body>
-void parallel(int64_t count, Body&& body) {
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, 1),
-                    [&](const tbb::blocked_range<int64_t>& r) {
-                      for (int64_t t = r.begin(); t != r.end(); ++t) body(t);
-                    });
 }
 
 // out[t] = init + sum_k in[t + shift(k)] . M_k for t in [0, T_out): out rows [T_out * B, n_out]
@@ -97,28 +59,99 @@ void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shi
 
 }  // namespace
 
-bool tbc_applicable(const ConvJob& j) {
+namespace {
+
+// Stride 1, dilation 1, one group, D and H trivial: one position that reads input position 0 (a
+// leading pad would put it in the padding, where the output gets nothing; found by the C-API
+// fuzzer).
+bool geometry_ok(const ConvJob& j) {
   const ConvGeometry& g = j.g;
-  if (j.use_double || j.round != Round::kNone || g.groups != 1 || g.N <= 0 || g.C_in <= 0 ||
-      g.C_out <= 0)
-    return false;
-  // D and H must be trivial: one position that reads input position 0 (a leading pad would put
-  // it in the padding, where the output gets nothing; found by the C-API fuzzer).
+  if (j.use_double || g.groups != 1 || g.N <= 0 || g.C_in <= 0 || g.C_out <= 0) return false;
   for (int d = 0; d < 2; ++d)
     if (g.in[d] != 1 || g.out[d] != 1 || g.k[d] != 1 || g.pad_before[d] != 0) return false;
-  if (g.stride[2] != 1 || g.dil[2] != 1) return false;
-  if (!j.out_y && !j.out_x && !j.out_w) return false;
-  // Every activation involved must be time-major, every weight have C_out contiguous.
-  auto act_ok = [](const std::optional<View5>& v) { return !v || time_major(*v); };
-  auto w_ok = [](const std::optional<View5>& v) { return !v || weight_ok(*v); };
+  return g.stride[2] == 1 && g.dil[2] == 1 && (j.out_y || j.out_x || j.out_w);
+}
+
+// Every activation involved is time-major, every weight has C_out contiguous.
+bool views_ok(const ConvJob& j) {
+  auto act_ok = [](const std::optional<View5>& v) { return !v || tbc::time_major(*v); };
+  auto w_ok = [](const std::optional<View5>& v) { return !v || tbc::weight_ok(*v); };
   const bool need_x = j.out_y || j.out_w, need_y = j.out_x || j.out_w, need_w = j.out_y || j.out_x;
   if ((need_x && !j.x) || (need_y && !j.y) || (need_w && !j.w)) return false;
-  if (j.bias && j.bias->dtype != ACL_FLOAT) return false;
   return act_ok(need_x ? j.x : std::nullopt) && act_ok(need_y ? j.y : std::nullopt) &&
          w_ok(need_w ? j.w : std::nullopt) && act_ok(j.out_y) && act_ok(j.out_x) && w_ok(j.out_w);
 }
 
-void tbc_run(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, float* pack) {
+// Whether every tensor the job reads or writes (bias included) has a dtype in `ok`.
+template <typename Ok>
+bool dtypes_are(const ConvJob& j, Ok ok) {
+  for (const auto* v : {&j.x, &j.w, &j.y, &j.bias, &j.out_y, &j.out_x, &j.out_w})
+    if (*v && !ok((*v)->dtype)) return false;
+  return true;
+}
+
+bool float_kind(aclDataType d) {
+  return d == ACL_FLOAT || d == ACL_FLOAT16 || d == ACL_BF16;
+}
+
+}  // namespace
+
+constexpr double kBf16MinMacs = double(1 << 22);
+
+const char* tbc_name(TbcMode mode) {
+  switch (mode) {
+    case TbcMode::kF32:
+      return "tbc_gemm";
+    case TbcMode::kBf16:
+      return "tbc_bf16";
+    case TbcMode::kConvert:
+      return "tbc_convert";
+    default:
+      return "none";
+  }
+}
+
+TbcMode tbc_mode(const ConvJob& j, const Problem& p) {
+  if (!geometry_ok(j) || !views_ok(j)) return TbcMode::kNone;
+  const bool f32 =
+      j.round == Round::kNone && dtypes_are(j, [](aclDataType d) { return d == ACL_FLOAT; });
+  // problem.bf16: every input bf16 (no fp16 rounding) and the dot kernels run.
+  const bool bf16 = p.bf16 && dtypes_are(j, float_kind) && (!j.bias || j.bias->dtype == ACL_BF16);
+  const bool convert = p.packed_gemm() && dtypes_are(j, float_kind);
+  if (any_algorithm_forced()) {
+    if (f32 && algorithm_forced(tbc_name(TbcMode::kF32))) return TbcMode::kF32;
+    if (bf16 && algorithm_forced(tbc_name(TbcMode::kBf16))) return TbcMode::kBf16;
+    if (convert && algorithm_forced(tbc_name(TbcMode::kConvert))) return TbcMode::kConvert;
+    return TbcMode::kNone;
+  }
+  // The bf16 pair kernels from ~4M multiply-adds (vdpbf16ps reads bf16 subnormals as zero, so
+  // small problems, which gain nothing from them, stay exact); other dtypes convert as they read
+  // on AVX-512 CPUs; narrower ones keep the conv1d path.
+  const bool big = p.macs() >= kBf16MinMacs;
+  return f32                     ? TbcMode::kF32
+         : bf16 && big           ? TbcMode::kBf16
+         : convert && p.avx512() ? TbcMode::kConvert
+                                 : TbcMode::kNone;
+}
+
+TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slots) {
+  if (mode == TbcMode::kBf16) return tbc_bf16_scratch(job, slots);
+  if (mode == TbcMode::kConvert) return tbc_convert_scratch(job, slots);
+  TbcScratch s;
+  s.pack_elems = own_gemm ? gemm::pack_elems() : 0;
+  s.slot = tbc::align64(s.pack_elems * static_cast<int64_t>(sizeof(float)));
+  return s;
+}
+
+void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive prim, int slots,
+             char* scratch) {
+  if (mode == TbcMode::kBf16) return tbc_run_bf16(job, s, prim, slots, scratch);
+  if (mode == TbcMode::kConvert) return tbc_run_convert(job, s, prim, slots, scratch);
+  float* pack = s.pack_elems > 0 ? reinterpret_cast<float*>(scratch + s.shared) : nullptr;
+  tbc_run_f32(job, prim, slots, s.slot / static_cast<int64_t>(sizeof(float)), pack);
+}
+
+void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, float* pack) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
   // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].

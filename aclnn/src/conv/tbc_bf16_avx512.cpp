@@ -1,0 +1,104 @@
+// tbc_kernels.h's row kernel, compiled for AVX512_BF16 (reached only after the runtime check,
+// bf16_dot_kernels()). A register tile of up to 6 output rows x 4 vectors of 16 columns: per
+// channel pair, 4 weight vectors are loaded once and each row's pair is broadcast against them
+// (24 vdpbf16ps for 10 loads), all taps summed before the tile is stored. No standard-library
+// template is instantiated inside the target region.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "conv/tbc_kernels.h"
+
+// The whole file is compiled for AVX-512 with BF16 (clang spells GCC's target pragma differently).
+#if defined(__clang__)
+#pragma clang attribute push(                                                     \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma"))), \
+    apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")
+#endif
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+constexpr int kMR = kTbcTileRows;
+constexpr int kMaxNV = static_cast<int>(kTbcBlockCols / 16);
+
+inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+}
+
+// The 32-bit unit at p (two bf16), read without an alignment assumption.
+inline int unit_at(const uint16_t* p) {
+  int u;
+  std::memcpy(&u, p, sizeof(u));
+  return u;
+}
+
+// acc[i][v] = bias[16 v + lane] + sum_t sum_c2 a[t][i](c2) . bp[t][c2][16 v + lane]
+template <int MR, int NV>
+void tile(const TbcPairTaps& w, const uint16_t* const* a, float* out) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const __m512 b = w.bias ? _mm512_loadu_ps(w.bias + 16 * v) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) acc[i][v] = b;
+  }
+  const int64_t full = w.C / 2, C2 = (w.C + 1) / 2;
+  for (int64_t t = 0; t < w.taps; ++t) {
+    const uint32_t* b = w.bp + t * C2 * kTbcBlockCols;
+    const uint16_t* r[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) r[i] = a[t * MR + i];
+    for (int64_t c2 = 0; c2 < full; ++c2, b += kTbcBlockCols) {
+      __m512i bv[NV];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_si512(b + 16 * v);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m512i av = _mm512_set1_epi32(unit_at(r[i] + 2 * c2));
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[i][v] = dot2(acc[i][v], bv[v], av);
+      }
+    }
+    if (full < C2) {  // the odd last channel, paired with zero
+      __m512i bv[NV];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_si512(b + 16 * v);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m512i av = _mm512_set1_epi32(static_cast<int>(r[i][2 * full]));
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[i][v] = dot2(acc[i][v], bv[v], av);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + i * kTbcBlockCols + 16 * v, acc[i][v]);
+}
+
+using Tile = void (*)(const TbcPairTaps&, const uint16_t* const*, float*);
+
+template <int NV>
+constexpr Tile kByRows[kMR + 1] = {nullptr,     tile<1, NV>, tile<2, NV>, tile<3, NV>,
+                                   tile<4, NV>, tile<5, NV>, tile<6, NV>};
+constexpr const Tile* kTiles[kMaxNV + 1] = {nullptr, kByRows<1>, kByRows<2>, kByRows<3>,
+                                            kByRows<4>};
+
+}  // namespace
+
+void tbc_bf16_tile(const TbcPairTaps& w, int rows, int nv, const uint16_t* const* a, float* out) {
+  kTiles[nv][rows](w, a, out);
+}
+
+}  // namespace aclnn_cpu::conv
+
+#pragma GCC diagnostic pop
+#include "gemm/target_end.h"
