@@ -226,6 +226,18 @@ TEST_P(TbcSweep, Conv1dBackwardOnPermutedViews) {
   for (const TbcCase& c : Variants(GetParam())) EXPECT_TRUE(CheckConv1dOnViews(c));
 }
 
+// The time-major 16-bit forms forced at the sweep's sizes (they are chosen from larger ones):
+// tbc_bf16 where the bf16 dot kernels run, tbc_convert for fp16 and USE_FP16 (and bf16
+// elsewhere), so the sanitizer stage, which runs this sweep, reads their tails too.
+TEST_P(TbcSweep, ForcedTimeMajorForms) {
+  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "tbc_bf16,tbc_convert");
+  for (const TbcCase& v : Variants(GetParam())) {
+    if (v.layout != Layout::kContiguous || (v.dtype == ACL_FLOAT && v.cube == 0)) continue;
+    EXPECT_TRUE(CheckTbcBackward(v));
+    EXPECT_TRUE(CheckTbcForward(v));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tbc, TbcSweep, ::testing::ValuesIn(Geometries()),
                          [](const ::testing::TestParamInfo<TbcCase>& info) {
                            return info.param.Name();
