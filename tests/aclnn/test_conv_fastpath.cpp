@@ -109,6 +109,8 @@ TEST(FastPathTbc, ForwardPerTapGemmsMatchReference) {
   for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
     EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));
     EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
+    // More input channels than one GEMM depth block (256): the pre-packed taps' second block.
+    EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{20, 4, 300, 70, 3, 1}, layout}));
   }
 }
 
@@ -190,6 +192,7 @@ TEST(FastPathTbc, PerTapGemmsMatchReference) {
     EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{97, 9, 72, 68, 3, 1}, layout}));
     EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{60, 5, 130, 40, 5, 2}, layout}));
     EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
+    EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{20, 4, 70, 300, 3, 1}, layout}));
   }
 }
 

@@ -45,21 +45,23 @@ struct Shared {
 int64_t widest(const ConvJob& j) {
   return std::max(j.g.C_in, j.g.C_out);
 }
-Shared carve(const ConvJob& j, char* scratch) {
+// Byte offsets of the bias and the zero row in the shared region, and its size.
+struct SharedLayout {
+  int64_t bias, zero, bytes;
+};
+SharedLayout shared_layout(const ConvJob& j) {
   const ConvGeometry& g = j.g;
   int64_t units = 0;
   if (j.out_y) units = std::max(units, packed_units(g.C_in, g.C_out, g.k[2]));
   if (j.out_x) units = std::max(units, packed_units(g.C_out, g.C_in, g.k[2]));
   const int64_t cols = ceil_div64(widest(j), kTbcBlockCols) * kTbcBlockCols;
-  Shared s;
-  s.packed = reinterpret_cast<uint32_t*>(scratch);
-  s.bias = reinterpret_cast<float*>(scratch + align64(units * 4));
-  s.zero = reinterpret_cast<uint16_t*>(scratch + align64(units * 4) + align64(cols * 4));
-  return s;
+  const int64_t bias = align64(units * 4), zero = bias + align64(cols * 4);
+  return {bias, zero, zero + align64((widest(j) + 2) * 2)};
 }
-int64_t shared_bytes(const ConvJob& j) {
-  const Shared s = carve(j, nullptr);
-  return reinterpret_cast<intptr_t>(s.zero) + align64((widest(j) + 2) * 2);
+Shared carve(const ConvJob& j, char* scratch) {
+  const SharedLayout l = shared_layout(j);
+  return {reinterpret_cast<uint32_t*>(scratch), reinterpret_cast<float*>(scratch + l.bias),
+          reinterpret_cast<uint16_t*>(scratch + l.zero)};
 }
 
 int64_t bf16_weight_block(const ConvJob& j, int slots) {
@@ -236,7 +238,7 @@ void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base
 
 TbcScratch tbc_bf16_scratch(const ConvJob& job, int slots) {
   TbcScratch s;
-  s.shared = align64(shared_bytes(job));
+  s.shared = shared_layout(job).bytes;
   if (job.out_w) s.slot = weight_slot_bytes(job, slots);
   return s;
 }

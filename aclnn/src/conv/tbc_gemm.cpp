@@ -1,6 +1,7 @@
 #include "conv/tbc_gemm.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "conv/tbc_rows.h"
@@ -20,19 +21,64 @@ using tbc::weight_ld;
 constexpr int64_t kRowsPerTask = 512;
 // Output channels per weight-gradient task (the GEMM's N; its M is all input channels).
 constexpr int64_t kOutChannelsPerTask = 128;
+// Weight gradient: output rows per chunk (the GEMMs' reduction depth, one sgemm K block).
+constexpr int64_t kWeightRows = 256;
 
 float* rows_of(const View5& v) {
   return reinterpret_cast<float*>(v.origin());
 }
 
+// The weight taps packed once per call in the sgemm's B panel format, so that no task re-packs
+// them per tap (the data gradient's W_k^T was packed through transposes every time):
+// panels[k][p][c][48] = M_k(c, 48 p + j), zero past n_out.
+class PackedTaps final : public gemm::BPanels {
+ public:
+  PackedTaps(const float* base, int64_t n_in, int64_t n_out)
+      : base_(base), n_in_(n_in), panels_(tbc::ceil_div64(n_out, gemm::kPanelCols)) {}
+  static int64_t floats(int64_t taps, int64_t n_in, int64_t n_out) {
+    return taps * n_in * tbc::ceil_div64(n_out, gemm::kPanelCols) * gemm::kPanelCols;
+  }
+  const float* tap(int64_t k) const { return base_ + k * n_in_ * panels_ * gemm::kPanelCols; }
+  void select(int64_t k) { at_ = tap(k); }
+  void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override {
+    const int64_t p0 = j0 / gemm::kPanelCols, np = tbc::ceil_div64(n, gemm::kPanelCols);
+    for (int64_t p = 0; p < np; ++p)
+      std::memcpy(Bp + p * kc * gemm::kPanelCols, at_ + ((p0 + p) * n_in_ + k0) * gemm::kPanelCols,
+                  static_cast<size_t>(kc * gemm::kPanelCols) * sizeof(float));
+  }
+
+ private:
+  const float* base_;
+  int64_t n_in_, panels_;
+  const float* at_ = nullptr;
+};
+
+// Writes tap k of `taps` (M_k a strided [n_in, n_out] matrix) into PackedTaps' format.
+template <typename Tap>
+void pack_taps(int64_t taps, Tap tap, int64_t n_in, int64_t n_out, float* dst) {
+  const int64_t panels = tbc::ceil_div64(n_out, gemm::kPanelCols);
+  parallel(taps * panels, [&](int64_t t) {
+    const int64_t k = t / panels, p = t % panels;
+    const gemm::Mat m = tap(k);
+    float* d = dst + (k * panels + p) * n_in * gemm::kPanelCols;
+    for (int64_t c = 0; c < n_in; ++c)
+      for (int64_t j = 0; j < gemm::kPanelCols; ++j) {
+        const int64_t col = p * gemm::kPanelCols + j;
+        d[c * gemm::kPanelCols + j] = col < n_out ? m.p[c * m.rs + col * m.cs] : 0.0f;
+      }
+  });
+}
+
 // out[t] = init + sum_k in[t + shift(k)] . M_k for t in [0, T_out): out rows [T_out * B, n_out]
 // (ld_out), in rows [T_in * B, n_in] (ld_in), M_k a strided [n_in, n_out] matrix. `bias` (or
-// null) is the init of every row.
+// null) is the init of every row. With our packed GEMM (`pack`), the taps are packed once into
+// `taps_buf` first.
 template <typename Shift, typename Tap>
 void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shift shift, Tap tap,
                        float* out, int64_t ld_out, int64_t n_out, const float* in, int64_t ld_in,
-                       int64_t n_in, const View5* bias, int slots, int64_t pack_elems,
-                       float* pack) {
+                       int64_t n_in, const View5* bias, int slots, int64_t pack_elems, float* pack,
+                       float* taps_buf) {
+  if (pack) pack_taps(taps, tap, n_in, n_out, taps_buf);
   const int64_t steps = std::max<int64_t>(1, kRowsPerTask / B);  // time steps per task
   parallel((T_out + steps - 1) / steps, [&](int64_t task) {
     float* pk = pack ? pack + slot_of(slots) * pack_elems : nullptr;
@@ -47,12 +93,20 @@ void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shi
         std::fill(row, row + n_out, 0.0f);
       }
     }
+    PackedTaps packed(taps_buf, n_in, n_out);
     for (int64_t k = 0; k < taps; ++k) {
       const int64_t s = shift(k);  // in-time = out-time + s, valid while in [0, T_in)
       const int64_t a = std::max(t0, -s), b = std::min(t1, T_in - s);
       if (a >= b) continue;
-      gemm::sgemm((b - a) * B, n_out, n_in, gemm::Mat{in + (a + s) * B * ld_in, ld_in, 1}, tap(k),
-                  true, out + a * B * ld_out, ld_out, pk);
+      const gemm::Mat rows{in + (a + s) * B * ld_in, ld_in, 1};
+      if (!pk) {
+        gemm::sgemm((b - a) * B, n_out, n_in, rows, tap(k), true, out + a * B * ld_out, ld_out,
+                    nullptr);
+        continue;
+      }
+      packed.select(k);
+      gemm::sgemm_packed((b - a) * B, n_out, n_in, nullptr, &rows, nullptr, &packed, true,
+                         out + a * B * ld_out, ld_out, pk);
     }
   });
 }
@@ -92,6 +146,41 @@ bool dtypes_are(const ConvJob& j, Ok ok) {
 
 bool float_kind(aclDataType d) {
   return d == ACL_FLOAT || d == ACL_FLOAT16 || d == ACL_BF16;
+}
+
+// dW_k[:, o-block] = sum_r X[r + (k - pad) B]^T . dY[r][o-block]: one task per output-channel
+// block runs every tap, a chunk of kWeightRows output rows at a time, so the taps' GEMMs find the
+// chunk's x and dy rows in cache instead of streaming all of x from memory once per tap; each
+// tap's GEMM covers the chunk's rows whose source row exists.
+void weight_gradient(const ConvJob& j, int slots, int64_t pack_elems, float* pack) {
+  const ConvGeometry& g = j.g;
+  const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2];
+  const int64_t rows_in = g.in[2] * B, rows_out = g.out[2] * B;
+  const View5& dw = *j.out_w;
+  float* dwp = rows_of(dw);
+  const float* x = rows_of(*j.x);
+  const float* dy = rows_of(*j.y);
+  const int64_t ldx = row_ld(*j.x), ldy = row_ld(*j.y), ldw = weight_ld(dw), s_k = eff(dw, 4, 0);
+  const int64_t ob = tbc::weight_block(g.C_out, slots, kOutChannelsPerTask);
+  parallel(tbc::ceil_div64(g.C_out, ob), [&](int64_t task) {
+    float* pk = pack ? pack + slot_of(slots) * pack_elems : nullptr;
+    const int64_t o0 = task * ob, no = std::min(g.C_out, o0 + ob) - o0;
+    for (int64_t k = 0; k < K; ++k)  // a tap that never sees the input keeps a zero gradient
+      for (int64_t c = 0; c < g.C_in; ++c) {
+        float* row = dwp + k * s_k + c * ldw + o0;
+        std::fill(row, row + no, 0.0f);
+      }
+    for (int64_t r0 = 0; r0 < rows_out; r0 += kWeightRows) {
+      const int64_t r1 = std::min(rows_out, r0 + kWeightRows);
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t sh = tbc::tap_shift(false, k, pad, B);
+        const int64_t a = std::max(r0, -sh), b = std::min(r1, rows_in - sh);
+        if (a >= b) continue;
+        gemm::sgemm(g.C_in, no, b - a, gemm::Mat{x + (a + sh) * ldx, 1, ldx},
+                    gemm::Mat{dy + a * ldy + o0, ldy, 1}, true, dwp + k * s_k + o0, ldw, pk);
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -140,6 +229,12 @@ TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slot
   TbcScratch s;
   s.pack_elems = own_gemm ? gemm::pack_elems() : 0;
   s.slot = tbc::align64(s.pack_elems * static_cast<int64_t>(sizeof(float)));
+  if (s.pack_elems == 0) return s;
+  const ConvGeometry& g = job.g;  // the packed weight taps of forward / backward_data
+  int64_t taps = 0;
+  if (job.out_y) taps = PackedTaps::floats(g.k[2], g.C_in, g.C_out);
+  if (job.out_x) taps = std::max(taps, PackedTaps::floats(g.k[2], g.C_out, g.C_in));
+  s.shared = tbc::align64(taps * static_cast<int64_t>(sizeof(float)));
   return s;
 }
 
@@ -148,10 +243,12 @@ void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive pr
   if (mode == TbcMode::kBf16) return tbc_run_bf16(job, s, prim, slots, scratch);
   if (mode == TbcMode::kConvert) return tbc_run_convert(job, s, prim, slots, scratch);
   float* pack = s.pack_elems > 0 ? reinterpret_cast<float*>(scratch + s.shared) : nullptr;
-  tbc_run_f32(job, prim, slots, s.slot / static_cast<int64_t>(sizeof(float)), pack);
+  tbc_run_f32(job, prim, slots, s.slot / static_cast<int64_t>(sizeof(float)), pack,
+              reinterpret_cast<float*>(scratch));
 }
 
-void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, float* pack) {
+void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, float* pack,
+                 float* taps_buf) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
   // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].
@@ -164,7 +261,7 @@ void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems
           return gemm::Mat{wp + k * w.strides[4], weight_ld(w), 1};
         },
         rows_of(*j.out_y), row_ld(*j.out_y), g.C_out, rows_of(*j.x), row_ld(*j.x), g.C_in,
-        j.bias ? &*j.bias : nullptr, slots, pack_elems, pack);
+        j.bias ? &*j.bias : nullptr, slots, pack_elems, pack, taps_buf);
   }
   // dX[t'] = bias + sum_k dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]. The bias is the
   // transposed forward's (ConvJob adds it to out_x there); a backward job has none.
@@ -177,31 +274,11 @@ void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems
           return gemm::Mat{wp + k * w.strides[4], 1, weight_ld(w)};
         },
         rows_of(*j.out_x), row_ld(*j.out_x), g.C_in, rows_of(*j.y), row_ld(*j.y), g.C_out,
-        j.bias ? &*j.bias : nullptr, slots, pack_elems, pack);
+        j.bias ? &*j.bias : nullptr, slots, pack_elems, pack, taps_buf);
   }
   // dW_k[:, o-block] = sum_t X[t + k - pad]^T . dY[t][:, o-block]: one GEMM per (tap, output
   // channel block) with all input channels as M, so each task packs its share of dY once.
-  if (prim == Primitive::kBackwardWeight) {
-    const View5& dw = *j.out_w;
-    float* dwp = rows_of(dw);
-    const float* x = rows_of(*j.x);
-    const float* dy = rows_of(*j.y);
-    const int64_t ldx = row_ld(*j.x), ldy = row_ld(*j.y), ldw = weight_ld(dw);
-    const int64_t blocks = (g.C_out + kOutChannelsPerTask - 1) / kOutChannelsPerTask;
-    parallel(K * blocks, [&](int64_t task) {
-      float* pk = pack ? pack + slot_of(slots) * pack_elems : nullptr;
-      const int64_t k = task / blocks, o0 = (task % blocks) * kOutChannelsPerTask;
-      const int64_t no = std::min(g.C_out, o0 + kOutChannelsPerTask) - o0;
-      float* dst = dwp + k * dw.strides[4] + o0;
-      const int64_t a = std::max<int64_t>(0, pad - k), b = std::min(T_out, T + pad - k);
-      if (a >= b) {  // this tap never sees the input: zero gradient
-        for (int64_t c = 0; c < g.C_in; ++c) std::fill(dst + c * ldw, dst + c * ldw + no, 0.0f);
-        return;
-      }
-      gemm::sgemm(g.C_in, no, (b - a) * B, gemm::Mat{x + (a + k - pad) * B * ldx, 1, ldx},
-                  gemm::Mat{dy + a * B * ldy + o0, ldy, 1}, false, dst, ldw, pk);
-    });
-  }
+  if (prim == Primitive::kBackwardWeight) weight_gradient(j, slots, pack_elems, pack);
 }
 
 }  // namespace aclnn_cpu::conv

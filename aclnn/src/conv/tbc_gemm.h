@@ -51,7 +51,8 @@ void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive pr
              char* scratch);
 
 // The forms' bodies (tbc_gemm.cpp, tbc_bf16.cpp, tbc_convert.cpp).
-void tbc_run_f32(const ConvJob& job, Primitive prim, int slots, int64_t pack_elems, float* pack);
+void tbc_run_f32(const ConvJob& job, Primitive prim, int slots, int64_t pack_elems, float* pack,
+                 float* taps_buf);
 TbcScratch tbc_bf16_scratch(const ConvJob& job, int slots);
 void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots,
                   char* scratch);
