@@ -298,15 +298,20 @@ void execute(const char* api, const Plan& p, char* ws) {
   p.arena->execute([&] {
     if (p.tbc != TbcMode::kNone) {  // operands read in place; only scratch in the workspace
       char* scratch = p.scratch != kNotInWorkspace ? ws + p.scratch : nullptr;
+      T* bias_out = j.out_bias ? buffer<T>(j.out_bias, p.out_bias, ws) : nullptr;
+      const bool fused = bias_out && tbc_fuses_bias(j, p.tbc);  // summed by the weight tasks
       for (int i = 0; i < kPrimitiveCount; ++i) {
         if (!requested(j, i)) continue;
         const auto t0 = std::chrono::steady_clock::now();
-        tbc_run(j, p.tbc, p.tbc_scratch, static_cast<Primitive>(i), p.problem.slots, scratch);
+        float* fused_out = nullptr;
+        if constexpr (std::is_same_v<T, float>) fused_out = fused ? bias_out : nullptr;
+        tbc_run(j, p.tbc, p.tbc_scratch, static_cast<Primitive>(i), p.problem.slots, scratch,
+                fused_out);
         if (verbose()) print_exec(api, static_cast<Primitive>(i), tbc_name(p.tbc), ms_since(t0));
       }
       if (j.out_bias) {
-        T* out = buffer<T>(j.out_bias, p.out_bias, ws);
-        if (out) channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), out);
+        T* out = bias_out;
+        if (out && !fused) channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), out);
         if (out && p.out_bias != kNotInWorkspace) unpack(out, *j.out_bias);
       }
       return;

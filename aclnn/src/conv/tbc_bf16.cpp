@@ -189,8 +189,8 @@ void store_weights(const ConvJob& j, int64_t o0, int64_t no, int64_t m16, const 
 // pairs: per chunk of output rows, dy2 is packed once, and x2 once per parity for a group of taps
 // (tap k reads x row r + (k - pad) B: its pairs start (k - k0) B rows into the group's packing).
 // x rows outside the input are the zero padding. An odd last row is added on its own.
-void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base,
-                const Shared& sh) {
+void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base, const Shared& sh,
+                float* bias_out) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2], Ci = g.C_in;
   const int64_t rows_in = g.in[2] * B, rows_out = g.out[2] * B, rows_even = rows_out / 2 * 2;
@@ -208,11 +208,14 @@ void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base
     float* dwt = reinterpret_cast<float*>(reinterpret_cast<char*>(x2) +
                                           align64(2 * span_pairs() * Ci * 4));  // [K][Ci][m16]
     std::fill(dwt, dwt + K * Ci * m16, 0.0f);
+    double db[kOutChannelsPerTask] = {};  // bias gradient: sum of dy rows, in row order
     for (int64_t p0 = 0; p0 < rows_even; p0 += 2 * kWeightPairs) {
       const int64_t P = std::min(2 * kWeightPairs, rows_even - p0) / 2;
-      for (int64_t p = 0; p < P; ++p)
-        direct_interleave_bf16(dy.row(p0 + 2 * p) + o0, dy.row(p0 + 2 * p + 1) + o0, no,
-                               dy2 + p * m16);
+      for (int64_t p = 0; p < P; ++p) {
+        const uint16_t *d0 = dy.row(p0 + 2 * p) + o0, *d1 = dy.row(p0 + 2 * p + 1) + o0;
+        direct_interleave_bf16(d0, d1, no, dy2 + p * m16);
+        if (bias_out) tbc_sum_rows_bf16(d0, d1, no, db);
+      }
       for (int64_t k0 = 0; k0 < K; k0 += group) {
         const int64_t k1 = std::min(K, k0 + group), base = p0 + tap_shift(false, k0, pad, B);
         const int64_t pairs = P + ((k1 - 1 - k0) * B + 1) / 2;
@@ -231,6 +234,9 @@ void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base
     }
     if (rows_even < rows_out) add_last_row(j, o0, no, m16, dwt);
     store_weights(j, o0, no, m16, dwt);
+    if (!bias_out) return;
+    if (rows_even < rows_out) tbc_sum_rows_bf16(dy.row(rows_even) + o0, sh.zero, no, db);
+    for (int64_t o = 0; o < no; ++o) bias_out[o0 + o] = static_cast<float>(db[o]);
   });
 }
 
@@ -243,12 +249,13 @@ TbcScratch tbc_bf16_scratch(const ConvJob& job, int slots) {
   return s;
 }
 
-void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots,
-                  char* scratch) {
+void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
+                  float* bias_out) {
   const Shared sh = carve(job, scratch);
   if (prim == Primitive::kForward) run_rows(job, false, sh);
   if (prim == Primitive::kBackwardData) run_rows(job, true, sh);
-  if (prim == Primitive::kBackwardWeight) run_weight(job, slots, s.slot, scratch + s.shared, sh);
+  if (prim == Primitive::kBackwardWeight)
+    run_weight(job, slots, s.slot, scratch + s.shared, sh, bias_out);
 }
 
 }  // namespace aclnn_cpu::conv

@@ -98,6 +98,20 @@ void tbc_bf16_tile(const TbcPairTaps& w, int rows, int nv, const uint16_t* const
   kTiles[nv][rows](w, a, out);
 }
 
+void tbc_sum_rows_bf16(const uint16_t* a, const uint16_t* b, int64_t n, double* acc) {
+  for (int64_t i = 0; i < n; i += 8) {
+    const __mmask8 m = static_cast<__mmask8>(n - i >= 8 ? 0xff : (1u << (n - i)) - 1);
+    const __m256 fa = _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_maskz_loadu_epi16(m, a + i)), 16));
+    const __m256 fb = _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_maskz_loadu_epi16(m, b + i)), 16));
+    __m512d s = _mm512_maskz_loadu_pd(m, acc + i);
+    s = _mm512_add_pd(s, _mm512_cvtps_pd(fa));
+    s = _mm512_add_pd(s, _mm512_cvtps_pd(fb));
+    _mm512_mask_storeu_pd(acc + i, m, s);
+  }
+}
+
 }  // namespace aclnn_cpu::conv
 
 #pragma GCC diagnostic pop

@@ -143,7 +143,7 @@ void run_rows(const ConvJob& j, bool data, const TbcScratch& s, int slots, char*
 // output-channel block task: per chunk of output rows, dy_p is converted once, and x_p once for
 // a group of taps (tap k's rows start (k - k0) B rows into it); each tap's GEMM runs on the rows
 // whose source exists.
-void run_weight(const ConvJob& j, const TbcScratch& s, int slots, char* scratch) {
+void run_weight(const ConvJob& j, const TbcScratch& s, int slots, char* scratch, float* bias_out) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2], Ci = g.C_in;
   const int64_t rows_in = g.in[2] * B, rows_out = g.out[2] * B;
@@ -161,10 +161,18 @@ void run_weight(const ConvJob& j, const TbcScratch& s, int slots, char* scratch)
     float* xp = dwt + K * Ci * ob;                        // [rows + span][Ci]
     float* dyp = xp + (kWeightRows + kMaxSpanRows) * Ci;  // [rows][no]
     std::fill(dwt, dwt + K * Ci * no, 0.0f);
+    double db[kOutChannelsPerTask] = {};  // bias gradient: sum of dy rows, in row order
     for (int64_t r0 = 0; r0 < rows_out; r0 += kWeightRows) {
       const int64_t L = std::min(kWeightRows, rows_out - r0);
-      for (int64_t r = 0; r < L; ++r)
-        source_of(dy, j.round, (r0 + r) * ldy + o0).convert(no, 1, dyp + r * no);
+      for (int64_t r = 0; r < L; ++r) {
+        float* row = dyp + r * no;
+        source_of(dy, j.round, (r0 + r) * ldy + o0).convert(no, 1, row);
+        // The bias gradient sums dy as stored, without the operand rounding (x_p is free here).
+        if (bias_out && j.round != Round::kNone)
+          source_of(dy, Round::kNone, (r0 + r) * ldy + o0).convert(no, 1, row = xp);
+        if (bias_out)
+          for (int64_t o = 0; o < no; ++o) db[o] += row[o];
+      }
       for (int64_t k0 = 0; k0 < K; k0 += group) {
         const int64_t k1 = std::min(K, k0 + group), base = r0 + tap_shift(false, k0, pad, B);
         const int64_t xa = std::max<int64_t>(base, 0);
@@ -181,6 +189,8 @@ void run_weight(const ConvJob& j, const TbcScratch& s, int slots, char* scratch)
         }
       }
     }
+    if (bias_out)
+      for (int64_t o = 0; o < no; ++o) bias_out[o0 + o] = static_cast<float>(db[o]);
     for (int64_t k = 0; k < K; ++k) {
       char* dst = dw.origin() + (k * s_k + o0) * esize;
       for (int64_t c = 0; c < Ci; ++c) store(dwt + (k * Ci + c) * no, no, dw.dtype, dst + c * ldw);
@@ -199,10 +209,10 @@ TbcScratch tbc_convert_scratch(const ConvJob& job, int slots) {
 }
 
 void tbc_run_convert(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots,
-                     char* scratch) {
+                     char* scratch, float* bias_out) {
   if (prim == Primitive::kForward) run_rows(job, false, s, slots, scratch);
   if (prim == Primitive::kBackwardData) run_rows(job, true, s, slots, scratch);
-  if (prim == Primitive::kBackwardWeight) run_weight(job, s, slots, scratch);
+  if (prim == Primitive::kBackwardWeight) run_weight(job, s, slots, scratch, bias_out);
 }
 
 }  // namespace aclnn_cpu::conv

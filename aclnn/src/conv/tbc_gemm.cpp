@@ -238,10 +238,15 @@ TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slot
   return s;
 }
 
+bool tbc_fuses_bias(const ConvJob& job, TbcMode mode) {
+  return (mode == TbcMode::kBf16 || mode == TbcMode::kConvert) && job.out_w && job.out_bias &&
+         job.y && job.bias_sum_of == ConvJob::BiasOf::kY && job.out_bias->numel() == job.g.C_out;
+}
+
 void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive prim, int slots,
-             char* scratch) {
-  if (mode == TbcMode::kBf16) return tbc_run_bf16(job, s, prim, slots, scratch);
-  if (mode == TbcMode::kConvert) return tbc_run_convert(job, s, prim, slots, scratch);
+             char* scratch, float* bias_out) {
+  if (mode == TbcMode::kBf16) return tbc_run_bf16(job, s, prim, slots, scratch, bias_out);
+  if (mode == TbcMode::kConvert) return tbc_run_convert(job, s, prim, slots, scratch, bias_out);
   float* pack = s.pack_elems > 0 ? reinterpret_cast<float*>(scratch + s.shared) : nullptr;
   tbc_run_f32(job, prim, slots, s.slot / static_cast<int64_t>(sizeof(float)), pack,
               reinterpret_cast<float*>(scratch));

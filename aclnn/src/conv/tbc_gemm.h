@@ -44,20 +44,25 @@ struct TbcScratch {
 };
 TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slots);
 
-// Runs primitive `prim` of `job` (its out_y, out_x or out_w, which the job must ask for; not the
-// bias gradient). Must run inside the executor's task arena of `slots` threads; `scratch` holds
-// shared + slots * slot bytes (64-byte aligned), or is null when both are 0 (OpenBLAS GEMMs).
+// Whether the weight gradient of `mode` also sums the bias gradient of `job` (the 16-bit forms,
+// whose weight tasks read every dy row anyway).
+bool tbc_fuses_bias(const ConvJob& job, TbcMode mode);
+
+// Runs primitive `prim` of `job` (its out_y, out_x or out_w, which the job must ask for). Must
+// run inside the executor's task arena of `slots` threads; `scratch` holds shared + slots * slot
+// bytes (64-byte aligned), or is null when both are 0 (OpenBLAS GEMMs). Where tbc_fuses_bias,
+// the weight gradient also writes the bias gradient to `bias_out` (C_out floats).
 void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive prim, int slots,
-             char* scratch);
+             char* scratch, float* bias_out);
 
 // The forms' bodies (tbc_gemm.cpp, tbc_bf16.cpp, tbc_convert.cpp).
 void tbc_run_f32(const ConvJob& job, Primitive prim, int slots, int64_t pack_elems, float* pack,
                  float* taps_buf);
 TbcScratch tbc_bf16_scratch(const ConvJob& job, int slots);
-void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots,
-                  char* scratch);
+void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
+                  float* bias_out);
 TbcScratch tbc_convert_scratch(const ConvJob& job, int slots);
 void tbc_run_convert(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots,
-                     char* scratch);
+                     char* scratch, float* bias_out);
 
 }  // namespace aclnn_cpu::conv

@@ -28,4 +28,7 @@ struct TbcPairTaps {
 // tile [rows][kTbcBlockCols] fp32 (only the first 16 nv columns written); a[t * rows + i].
 void tbc_bf16_tile(const TbcPairTaps& w, int rows, int nv, const uint16_t* const* a, float* tile);
 
+// acc[i] += a[i], then += b[i], for i < n (two bf16 rows added in double: the bias gradient).
+void tbc_sum_rows_bf16(const uint16_t* a, const uint16_t* b, int64_t n, double* acc);
+
 }  // namespace aclnn_cpu::conv
