@@ -6,9 +6,12 @@
 //                    once per call as channel pairs, bp[block][k][c2][64] (tbc_kernels.h), all
 //                    taps summed in registers; the fp32 tile is rounded to the output's dtype.
 //   weight           the reduction runs over rows, so pairs of rows (r, r + 1) are the units:
-//                    per (tap, C_out block) task and chunk of 256 rows, dy2[p][o] and
-//                    x2[p][c] interleave the two rows of each pair (a zero row past an odd
-//                    count), and direct_grid_weight_bf16 adds dwt[c][o] += x2[p][c] . dy2[p][o].
+//                    per C_out block task (every tap) and chunk of 256 output rows, dy2[p][o]
+//                    interleaves the two dy rows of each pair and x2[p][c] the two x rows, once
+//                    per parity for a group of taps (a zero row in the padding); then
+//                    direct_grid_weight_bf16 adds dwt[k][c][o] += x2[p + shift][c] . dy2[p][o].
+//                    An odd last row is added on its own; the task also sums its dy rows into
+//                    the bias gradient.
 //
 // The products of bf16 values are exact in fp32; vdpbf16ps adds them with round-to-nearest-even
 // but treats denormal inputs and results as zero (README).

@@ -7,8 +7,10 @@
 //   forward / data   per task of 512 output rows: out_p [rows][N] = bias; per tap k, the source
 //                    rows in_p [rows][C] converted, out_p += in_p . W_k (W_k converted once per
 //                    call into the shared region, laid out so each GEMM reads it row by row).
-//   weight           per (tap, C_out block) task, per chunk of 256 rows: x_p [rows][C_in] and
-//                    dy_p [rows][block] converted, dwt [C_in][block] += x_p^T . dy_p.
+//   weight           per C_out block task (every tap), per chunk of 256 output rows: dy_p
+//                    [rows][block] converted once, x_p [rows + span][C_in] once per group of
+//                    taps, dwt[k] [C_in][block] += x_p[shifted]^T . dy_p over the rows whose
+//                    source exists; the task also sums its dy rows into the bias gradient.
 #include <algorithm>
 #include <cstring>
 

@@ -17,8 +17,8 @@
 //                (tbc_convert.cpp); no whole-tensor copy.
 //
 // Threading: forward / backward-data tasks own disjoint row ranges of the output (all taps in tap
-// order); weight-gradient tasks own (tap, C_out block) pairs with the whole reduction inside. So
-// results are deterministic and no partial buffers are needed.
+// order); weight-gradient tasks own a C_out block (every tap) with the whole reduction inside, in
+// row order. So results are deterministic and no partial buffers are needed.
 #pragma once
 
 #include <cstdint>
