@@ -193,7 +193,9 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
                  f64 = line.find(" f64,threads=") != std::string::npos,
                  bf16 = line.find(" bf16,threads=") != std::string::npos;
       EXPECT_EQ(f32 + f64 + bf16, 1) << line;
-      if (bf16) EXPECT_FALSE(Bf16DotOff()) << line;
+      if (bf16) {
+        EXPECT_FALSE(Bf16DotOff()) << line;
+      }
     }
     at = end + 1;
   }

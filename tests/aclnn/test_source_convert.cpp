@@ -162,6 +162,51 @@ TEST_P(SourceConvert, ValueMatchesTheFormatDefinitions) {
         << k.name << " element " << i;
 }
 
+// narrow16, the inverse (fp32 results written to fp16 / bf16 outputs): every fp32 value of the
+// element set above (specials, subnormals, fp16 ties and their neighbours, HF32 ties, random bits)
+// and every bf16 value with its midpoints must round as the test support's encoders do, at every
+// tail length, reading nothing past the n inputs and writing nothing past the n outputs.
+TEST(Narrow16, MatchesTheFormatDefinitions) {
+  std::vector<float> values;
+  const std::vector<uint8_t> f32 = Elements(kKinds[0]);
+  values.resize(f32.size() / 4);
+  std::memcpy(values.data(), f32.data(), f32.size());
+  for (uint32_t c = 0; c < 65536; ++c) {  // bf16 codes, their midpoints and +-1 ulp around them
+    const uint32_t bits = c << 16;
+    for (uint32_t d : {0u, 0x8000u, 0x7FFFu, 0x8001u})
+      values.push_back(std::bit_cast<float>(bits | d));
+  }
+  const int64_t total = static_cast<int64_t>(values.size());
+  for (bool bf16 : {false, true}) {
+    for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 1000}) {
+      std::vector<int64_t> starts;
+      for (int64_t at = 0; at + n <= total; at += n + 1) starts.push_back(at);
+      starts.push_back(total - n);  // ends on the last element: a read past it leaves the buffer
+      std::vector<uint16_t> out(static_cast<size_t>(n) + 16);
+      for (int64_t at : starts) {
+        std::fill(out.begin(), out.end(), uint16_t{0xA5A5});
+        aclnn_cpu::conv::narrow16(bf16, values.data() + at, n, out.data());
+        for (int64_t i = 0; i < n; ++i) {
+          const float v = values[static_cast<size_t>(at + i)];
+          const uint16_t got = out[static_cast<size_t>(i)];
+          if (std::isnan(v)) {
+            ASSERT_TRUE(std::isnan(bf16 ? acltest::DecodeBF16(got) : acltest::DecodeF16(got)))
+                << (bf16 ? "bf16" : "fp16") << ": NaN 0x" << std::hex << std::bit_cast<uint32_t>(v)
+                << " gave 0x" << got;
+            continue;
+          }
+          const uint16_t want = bf16 ? acltest::EncodeBF16(v) : acltest::EncodeF16(v);
+          ASSERT_EQ(got, want) << (bf16 ? "bf16" : "fp16") << " n " << n << " at " << at
+                               << " element " << i << ": input " << v << " (0x" << std::hex
+                               << std::bit_cast<uint32_t>(v) << ")";
+        }
+        for (size_t i = static_cast<size_t>(n); i < out.size(); ++i)
+          ASSERT_EQ(out[i], 0xA5A5) << "wrote past n = " << n;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, SourceConvert, ::testing::ValuesIn(kKinds),
                          [](const ::testing::TestParamInfo<KindCase>& info) {
                            return std::string(info.param.name);

@@ -100,4 +100,15 @@ void Source::convert(int64_t n, int64_t stride, float* dst) const {
   }
 }
 
+void narrow16(bool bf16, const float* src, int64_t n, uint16_t* dst) {
+  if (n <= 0) return;
+  if (gemm::have_avx512()) {
+    direct_narrow_avx512(bf16, src, n, dst);
+  } else if (avx2_f16c()) {
+    narrow_avx2(bf16, src, n, dst);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16 ? float_to_bf16(src[i]) : float_to_half(src[i]);
+  }
+}
+
 }  // namespace aclnn_cpu::conv

@@ -52,4 +52,11 @@ struct Source {
 // i < n: bit for bit Source::value's (NaN: a NaN). AVX2 + F16C only (source_avx2.cpp).
 void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst);
 
+// dst[i] = src[i] rounded to fp16 (`bf16` false) or bf16, to nearest even, for i < n: bit for bit
+// half.h's float_to_half / float_to_bf16 (NaN: a NaN). The inverse of a 16-bit Source, used
+// wherever fp32 results are written to a 16-bit output; vectorised on AVX-512 and AVX2 + F16C.
+void narrow16(bool bf16, const float* src, int64_t n, uint16_t* dst);
+// Its AVX2 + F16C form (source_avx2.cpp), reached only after the runtime CPU check.
+void narrow_avx2(bool bf16, const float* src, int64_t n, uint16_t* dst);
+
 }  // namespace aclnn_cpu::conv

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "conv/source.h"
 
@@ -70,6 +71,38 @@ void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst) {
   alignas(32) float out[8];
   _mm256_store_ps(out, load8(kind, tail));
   for (int64_t k = i; k < n; ++k) dst[k] = out[k - i];
+}
+
+namespace {
+
+// 8 fp32 lanes rounded to fp16 or bf16 (to nearest even) in the low 128 bits, in order. bf16:
+// x + 0x7FFF + (bit 16 of x), upper half; a NaN keeps its upper half with the quiet bit set.
+inline __m128i narrow8(bool bf16, __m256 v) {
+  if (!bf16) return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256i x = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);  // [r0..r7], each < 2^16
+  // packus works per 128-bit half: [r0..r3 r0..r3 | r4..r7 r4..r7]; keep quadwords 0 and 2.
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+}
+
+}  // namespace
+
+void narrow_avx2(bool bf16, const float* src, int64_t n, uint16_t* dst) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), narrow8(bf16, _mm256_loadu_ps(src + i)));
+  if (i == n) return;
+  // The tail through 8-element staging copies: nothing read or written past element n - 1.
+  alignas(32) float in[8] = {};
+  alignas(16) uint16_t out[8];
+  std::memcpy(in, src + i, static_cast<size_t>(n - i) * sizeof(float));
+  _mm_store_si128(reinterpret_cast<__m128i*>(out), narrow8(bf16, _mm256_load_ps(in)));
+  std::memcpy(dst + i, out, static_cast<size_t>(n - i) * sizeof(uint16_t));
 }
 
 }  // namespace aclnn_cpu::conv

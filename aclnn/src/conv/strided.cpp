@@ -210,8 +210,8 @@ void unpack(const T* src, const View5& dst) {
       const T* q = src + row * W;
       if constexpr (std::is_same_v<T, float> &&
                     (std::is_same_v<Dst, F16> || std::is_same_v<Dst, BF16>)) {
-        if (sw == 1 && gemm::have_avx512()) {  // vectorised, bit-identical rounding
-          direct_narrow_avx512(std::is_same_v<Dst, BF16>, q, W, reinterpret_cast<uint16_t*>(p));
+        if (sw == 1) {  // vectorised where the CPU can, bit-identical rounding
+          narrow16(std::is_same_v<Dst, BF16>, q, W, reinterpret_cast<uint16_t*>(p));
           return;
         }
       }

@@ -45,12 +45,8 @@ int64_t elem_bytes(aclDataType d) {
 void store(const float* src, int64_t n, aclDataType dtype, char* dst) {
   if (dtype == ACL_FLOAT) {
     std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-  } else if (gemm::have_avx512()) {
-    direct_narrow_avx512(dtype == ACL_BF16, src, n, reinterpret_cast<uint16_t*>(dst));
   } else {
-    uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < n; ++i)
-      d[i] = dtype == ACL_BF16 ? float_to_bf16(src[i]) : float_to_half(src[i]);
+    narrow16(dtype == ACL_BF16, src, n, reinterpret_cast<uint16_t*>(dst));
   }
 }
 

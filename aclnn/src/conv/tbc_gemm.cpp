@@ -215,12 +215,12 @@ TbcMode tbc_mode(const ConvJob& j, const Problem& p) {
   }
   // The bf16 pair kernels from ~4M multiply-adds (vdpbf16ps reads bf16 subnormals as zero, so
   // small problems, which gain nothing from them, stay exact); other dtypes convert as they read
-  // on AVX-512 CPUs; narrower ones keep the conv1d path.
+  // wherever our packed GEMM runs (AVX-512 or AVX2), so no whole-tensor copy is made.
   const bool big = p.macs() >= kBf16MinMacs;
-  return f32                     ? TbcMode::kF32
-         : bf16 && big           ? TbcMode::kBf16
-         : convert && p.avx512() ? TbcMode::kConvert
-                                 : TbcMode::kNone;
+  return f32           ? TbcMode::kF32
+         : bf16 && big ? TbcMode::kBf16
+         : convert     ? TbcMode::kConvert
+                       : TbcMode::kNone;
 }
 
 TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slots) {
