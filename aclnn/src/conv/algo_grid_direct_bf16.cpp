@@ -32,10 +32,43 @@ void pack_weight_pairs(int64_t m, int64_t C, int64_t T, const int64_t* q, const 
         }
 }
 
+// Unit-stride source (one phase: every data grid, the forward of a unit-stride conv): band row i
+// of pair c2 is grid row r0 + i of the two channels' planes interleaved at the grid columns
+// [w0, w1) that hold source columns (source column col + lo2), zero elsewhere.
+bool unit_source(const TapGrid& tg) {
+  return tg.phases() == 1 && tg.src_stride[0] == 1 && tg.src_stride[1] == 1 &&
+         tg.src_stride[2] == 1;
+}
+
+void build_band2_unit(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t C,
+                      int64_t r0, int64_t rows, int64_t plane, uint32_t* band2) {
+  const int64_t Wp = tg.Wp(), Hp = tg.Hp(), S1 = tg.src_size[1], S2 = tg.src_size[2];
+  const int64_t lo2 = tg.lo[2], count = tg.band_rows(rows);
+  const int64_t w0 = std::clamp<int64_t>(-lo2, 0, Wp), w1 = std::clamp<int64_t>(S2 - lo2, w0, Wp);
+  const auto bytes = [](int64_t units) { return static_cast<size_t>(units) * sizeof(uint32_t); };
+  for (int64_t c2 = 0; c2 < ceil_div(C, 2); ++c2) {
+    const uint16_t* a = src + 2 * c2 * src_cstride;
+    const uint16_t* b = 2 * c2 + 1 < C ? a + src_cstride : nullptr;  // null: a zero channel
+    uint32_t* d = band2 + c2 * plane;
+    for (int64_t i = 0; i < count; ++i, d += Wp) {
+      const int64_t i0 = (r0 + i) / Hp + tg.lo[0], i1 = (r0 + i) % Hp + tg.lo[1];
+      if (i0 < 0 || i0 >= tg.src_size[0] || i1 < 0 || i1 >= S1 || w1 <= w0) {
+        std::memset(d, 0, bytes(Wp));
+        continue;
+      }
+      std::memset(d, 0, bytes(w0));
+      std::memset(d + w1, 0, bytes(Wp - w1));
+      const int64_t at = (i0 * S1 + i1) * S2 + lo2 + w0;
+      direct_interleave_bf16(a + at, b ? b + at : nullptr, w1 - w0, d + w0);
+    }
+  }
+}
+
 // band2 rows of the block: channel pairs interleaved, built row by row through `row` (two bf16
 // channels x phases x Wp).
 void build_band2(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t C, int64_t r0,
                  int64_t rows, int64_t plane, uint16_t* row, uint32_t* band2) {
+  if (unit_source(tg)) return build_band2_unit(tg, src, src_cstride, C, r0, rows, plane, band2);
   const int64_t Wp = tg.Wp(), P = tg.phases(), C2 = ceil_div(C, 2);
   for (int64_t i = 0; i < tg.band_rows(rows); ++i)
     for (int64_t c2 = 0; c2 < C2; ++c2) {

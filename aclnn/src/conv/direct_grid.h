@@ -95,7 +95,7 @@ void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* o
 // (pointwise: no band, no transpose of x). dyt and dwt 64-byte aligned, ldy a multiple of 16.
 void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t ldc,
                              const uint32_t* dyt, int64_t ldy, int64_t L2, float* dwt);
-// out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs.
+// out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs (b null: zeros).
 void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
 // Whether bf16 convolutions run the dot kernels above: AVX512_BF16 on a CPU that issues
 // vdpbf16ps at the fp32 FMA's rate (AMD); elsewhere bf16 is converted to fp32 in the bands.

@@ -217,7 +217,8 @@ void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uin
   for (int64_t i = 0; i < n; i += 32) {
     const int64_t k = min64(32, n - i);
     const __mmask32 m = k >= 32 ? 0xffffffffu : (1u << k) - 1;
-    const __m512i va = _mm512_maskz_loadu_epi16(m, a + i), vb = _mm512_maskz_loadu_epi16(m, b + i);
+    const __m512i va = _mm512_maskz_loadu_epi16(m, a + i);
+    const __m512i vb = b ? _mm512_maskz_loadu_epi16(m, b + i) : _mm512_setzero_si512();
     _mm512_mask_storeu_epi32(out + i, gemm::first_lanes(k),
                              _mm512_permutex2var_epi16(va, idx_lo, vb));
     if (k > 16)

@@ -181,6 +181,10 @@ struct BitsCopier {
   using Dst = uint16_t;
   const uint16_t* src;
   void run(int64_t at, int64_t n, int64_t stride, uint16_t* dst) const {
+    if (stride == 1 && n > 0) {
+      std::memcpy(dst, src + at, static_cast<size_t>(n) * sizeof(uint16_t));
+      return;
+    }
     for (int64_t k = 0; k < n; ++k) dst[k] = src[at + k * stride];
   }
   bool split2(int64_t, int64_t, uint16_t*, uint16_t*) const { return false; }
