@@ -108,8 +108,12 @@ void run_pass(const Pass<const uint16_t*>& ps, float* shared, const Problem& p, 
     uint16_t* row = reinterpret_cast<uint16_t*>(band2 + ps.C * tg.phases() * plane);
     build_band2(tg, advance(ps.src, n * ps.src_sample + grp * ps.src_group), ps.src_cstride, ps.C,
                 r0, r1 - r0, plane, row, band2);
+    // Narrow rows one vector each where that wastes less than the grid's extra columns.
+    const int64_t row_len = tg.out[2], Wp = tg.Wp();
+    const bool by_rows = row_len <= 16 && Wp > 16;
     direct_grid_forward_bf16(ps.m, cols, C2, T, off, band2, tg.phases() * plane,
-                             packed + grp * pk_g, block, cols, ceil_div(ps.cchunk, 2));
+                             packed + grp * pk_g, block, cols, ceil_div(ps.cchunk, 2),
+                             by_rows ? row_len : 0, Wp);
     scatter_block(tg, block, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
                   ps.dst_cstride);
   });

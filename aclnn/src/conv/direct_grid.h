@@ -82,11 +82,11 @@ void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64
 // bf16 (AVX512_BF16, direct_grid_bf16_avx512.cpp; where bf16_dot_kernels()): the same
 // kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of
 // input channels (2 c2, 2 c2 + 1) as 32-bit units (C2 = ceil(C / 2) pairs; off and plane in
-// units). Weight: xt and dyt hold pairs of positions (2 p, 2 p + 1) as units, channels-last (ldx,
-// ldy in units), over L2 position pairs.
+// units; row_len and pitch as direct_grid_forward's). Weight: xt and dyt hold pairs of positions (2
+// p, 2 p + 1) as units, channels-last (ldx, ldy in units), over L2 position pairs.
 void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
                               const uint32_t* x2, int64_t plane, const uint32_t* packed, float* out,
-                              int64_t ldo, int64_t c_chunk);
+                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                              const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
                              int64_t L2, float* dwt);

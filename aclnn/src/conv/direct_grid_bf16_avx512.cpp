@@ -43,26 +43,28 @@ inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
 
 // acc[o][v] = sum_{c2, t} w2[o][c2][t] . x2[c2 * plane + off[t] + 16 v + lane]: each unit of x2
 // is the bf16 pair of channels (2 c2, 2 c2 + 1) at one grid column, each unit of w2 the matching
-// weight pair; the dot product of the two pairs is one vdpbf16ps lane.
+// weight pair; the dot product of the two pairs is one vdpbf16ps lane. Vector v covers columns
+// [vs v, vs v + 16) (vs = 16: flat; vs = the grid's row pitch: one vector per row).
 template <int OB, int PV, bool kTail>
 void forward_tile(int64_t C2, int64_t T, const int64_t* off, const uint32_t* x, int64_t plane,
-                  const uint32_t* w, float* out, int64_t ldo, const __mmask16* mask, bool add) {
+                  const uint32_t* w, float* out, int64_t ldo, const __mmask16* mask, bool add,
+                  int64_t vs) {
   __m512 acc[OB][PV];
 #pragma GCC unroll 8
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 8
     for (int v = 0; v < PV; ++v)
       acc[o][v] = !add    ? _mm512_setzero_ps()
-                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + 16 * v)
-                          : _mm512_loadu_ps(out + o * ldo + 16 * v);
+                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + vs * v)
+                          : _mm512_loadu_ps(out + o * ldo + vs * v);
   for (int64_t c = 0; c < C2; ++c, x += plane, w += T * kOB) {
     for (int64_t t = 0; t < T; ++t) {
       const uint32_t* xp = x + off[t];
       __m512i xv[PV];
 #pragma GCC unroll 8
       for (int v = 0; v < PV; ++v)
-        xv[v] = kTail ? _mm512_maskz_loadu_epi32(mask[v], xp + 16 * v)
-                      : _mm512_loadu_si512(xp + 16 * v);
+        xv[v] = kTail ? _mm512_maskz_loadu_epi32(mask[v], xp + vs * v)
+                      : _mm512_loadu_si512(xp + vs * v);
       const uint32_t* wt = w + t * kOB;
 #pragma GCC unroll 8
       for (int o = 0; o < OB; ++o) {
@@ -76,7 +78,7 @@ void forward_tile(int64_t C2, int64_t T, const int64_t* off, const uint32_t* x, 
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 8
     for (int v = 0; v < PV; ++v) {
-      float* dst = out + o * ldo + 16 * v;
+      float* dst = out + o * ldo + vs * v;
       if (kTail) {
         _mm512_mask_storeu_ps(dst, mask[v], acc[o][v]);
       } else {
@@ -86,7 +88,7 @@ void forward_tile(int64_t C2, int64_t T, const int64_t* off, const uint32_t* x, 
 }
 
 using ForwardTile = void (*)(int64_t, int64_t, const int64_t*, const uint32_t*, int64_t,
-                             const uint32_t*, float*, int64_t, const __mmask16*, bool);
+                             const uint32_t*, float*, int64_t, const __mmask16*, bool, int64_t);
 
 template <int PV, bool kTail>
 constexpr ForwardTile kTiles[kOB + 1] = {nullptr,
@@ -169,18 +171,32 @@ void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t 
 
 void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
                               const uint32_t* x, int64_t plane, const uint32_t* packed, float* out,
-                              int64_t ldo, int64_t c_chunk) {
-  for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {
-    const int64_t cols = min64(kTileCols, n - j0);
+                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
+  // Flat: tiles of 48 consecutive columns. Rows (row_len <= 16): tiles of 3 rows of `pitch`
+  // columns, one masked vector per row, so a row's columns past row_len cost nothing.
+  const bool by_rows = row_len > 0;
+  const int64_t step = by_rows ? kPV * pitch : kTileCols;
+  for (int64_t j0 = 0; j0 < n; j0 += step) {
     __mmask16 mask[kPV];
-    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
+    ForwardTile tiles[kOB + 1];
+    if (by_rows) {
+      const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(row_len);
+      for (int r = 1; r <= kOB; ++r)
+        tiles[r] = rows == 3   ? kTiles<3, true>[r]
+                   : rows == 2 ? kTiles<2, true>[r]
+                               : kTiles<1, true>[r];
+    } else {
+      const int64_t cols = min64(kTileCols, n - j0);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
+      for (int r = 1; r <= kOB; ++r) tiles[r] = forward_tile_for(r, cols);
+    }
     for (int64_t c0 = 0; c0 < C2; c0 += c_chunk) {
       const int64_t cc = min64(c_chunk, C2 - c0);
       for (int64_t o0 = 0; o0 < m; o0 += kOB) {
         const int rows = static_cast<int>(min64(kOB, m - o0));
-        forward_tile_for(rows, cols)(cc, T, off, x + c0 * plane + j0, plane,
-                                     packed + (o0 * C2 + c0 * kOB) * T, out + o0 * ldo + j0, ldo,
-                                     mask, c0 > 0);
+        tiles[rows](cc, T, off, x + c0 * plane + j0, plane, packed + (o0 * C2 + c0 * kOB) * T,
+                    out + o0 * ldo + j0, ldo, mask, c0 > 0, by_rows ? pitch : 16);
       }
     }
   }
