@@ -97,6 +97,9 @@ void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t 
                              const uint32_t* dyt, int64_t ldy, int64_t L2, float* dwt);
 // out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs (b null: zeros).
 void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
+// even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n, bf16 bits: the two phase planes of a
+// stride-2 row (AVX-512, like direct_split2_avx512).
+void direct_split2_bf16_avx512(const uint16_t* src, int64_t n, uint16_t* even, uint16_t* odd);
 // Whether bf16 convolutions run the dot kernels above: AVX512_BF16 on a CPU that issues
 // vdpbf16ps at the fp32 FMA's rate (AMD); elsewhere bf16 is converted to fp32 in the bands.
 // ACLNN_CPU_BF16_DOT=1 / 0 overrides (on AVX512_BF16 CPUs), so both forms can be tested anywhere.
@@ -109,6 +112,10 @@ void direct_convert_avx512(SrcKind kind, const void* src, int64_t n, float* dst)
 // dst[i] = src[i] rounded to fp16 (bf16 == false) or bf16 bits, to nearest even, for i < n;
 // bit-exact with half.h's float_to_half / float_to_bf16.
 void direct_narrow_avx512(bool bf16, const float* src, int64_t n, uint16_t* dst);
+
+// dst[2 i] = src[i] for i < n (the odd elements untouched): a row of a stride-2 phase placed in its
+// output row (AVX-512 only).
+void direct_scatter2_avx512(const float* src, int64_t n, float* dst);
 
 // even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n: the two phase planes of a stride-2 row
 // (AVX-512 only; elsewhere the phases are copied one by one).

@@ -243,6 +243,18 @@ void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uin
   }
 }
 
+void direct_split2_bf16_avx512(const uint16_t* src, int64_t n, uint16_t* even, uint16_t* odd) {
+  // Unit i of a 32-bit load is the pair (src[2 i], src[2 i + 1]): its low half is the even
+  // column, its high half the odd one; vpmovdw narrows each to 16 of 16 bits.
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t k = min64(16, n - i);
+    const __mmask16 m = gemm::first_lanes(k);
+    const __m512i v = _mm512_maskz_loadu_epi32(m, src + 2 * i);
+    _mm256_mask_storeu_epi16(even + i, m, _mm512_cvtepi32_epi16(v));
+    _mm256_mask_storeu_epi16(odd + i, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+  }
+}
+
 }  // namespace aclnn_cpu::conv
 
 #pragma GCC diagnostic pop

@@ -180,6 +180,7 @@ struct ConvertCopier {
 struct BitsCopier {
   using Dst = uint16_t;
   const uint16_t* src;
+  bool split = gemm::have_avx512();  // stride-2 split kernel (AVX-512)
   void run(int64_t at, int64_t n, int64_t stride, uint16_t* dst) const {
     if (stride == 1 && n > 0) {
       std::memcpy(dst, src + at, static_cast<size_t>(n) * sizeof(uint16_t));
@@ -187,7 +188,10 @@ struct BitsCopier {
     }
     for (int64_t k = 0; k < n; ++k) dst[k] = src[at + k * stride];
   }
-  bool split2(int64_t, int64_t, uint16_t*, uint16_t*) const { return false; }
+  bool split2(int64_t at, int64_t n, uint16_t* even, uint16_t* odd) const {
+    if (split) direct_split2_bf16_avx512(src + at, n, even, odd);
+    return split;
+  }
 };
 
 // Asks for the cache lines of source elements [at, at + n) (fp32 sources only).
@@ -363,6 +367,7 @@ void scatter_block(const TapGrid& tg, const float* block, int64_t ld, int64_t ch
                    int64_t r1, float* dst, int64_t dst_cstride) {
   const int64_t Hp = tg.Hp(), Wp = tg.Wp(), n = tg.out[2];
   const int64_t D1 = tg.dst_size[1], D2 = tg.dst_size[2], s2 = tg.dst_stride[2];
+  const bool avx512 = gemm::have_avx512();
   for (int64_t o = 0; o < channels; ++o) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t o0 = r / Hp, o1 = r % Hp;
@@ -375,6 +380,8 @@ void scatter_block(const TapGrid& tg, const float* block, int64_t ld, int64_t ch
                    tg.dst_offset[2];
       if (s2 == 1) {
         std::memcpy(row, src, static_cast<size_t>(n) * sizeof(float));
+      } else if (s2 == 2 && avx512) {
+        direct_scatter2_avx512(src, n, row);
       } else {
         for (int64_t w = 0; w < n; ++w) row[w * s2] = src[w];
       }
