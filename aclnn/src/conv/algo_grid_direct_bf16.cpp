@@ -81,42 +81,48 @@ void build_band2(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, in
     }
 }
 
-// One pass in bf16: band of pairs, pair kernel, scatter.
-void run_pass(const Pass<const uint16_t*>& ps, float* shared, const Problem& p, const Blocking& b,
-              const Operands<float>& o) {
-  const ConvGeometry& g = ps.g;
-  const TapGrid& tg = ps.tg;
-  const int64_t plane = band_plane(tg, ps.rows), T = tg.taps, C2 = ceil_div(ps.C, 2);
+// A pass's tap offsets and weight pairs, packed once per call into its shared scratch.
+struct PackedPass {
   const int64_t* off = nullptr;
-  const GridTap* taps = load_taps(g, tg, plane, shared, &off);
+  const uint32_t* w = nullptr;  // group grp at w + grp * per_group
+  int64_t per_group = 0;
+};
+
+PackedPass pack_pass(const Pass<const uint16_t*>& ps, float* shared) {
+  const TapGrid& tg = ps.tg;
+  const int64_t T = tg.taps, C2 = ceil_div(ps.C, 2);
+  const int64_t* off = nullptr;
+  const GridTap* taps = load_taps(ps.g, tg, band_plane(tg, ps.rows), shared, &off);
   uint32_t* packed = reinterpret_cast<uint32_t*>(shared + taps_elems(T));
   const int64_t pk_g = direct_packed_w_elems(ps.m, C2, T);
   int64_t* q = const_cast<int64_t*>(off) + T;
   for (int64_t t = 0; t < T; ++t) q[t] = taps[t].q;
-  for_tasks(g.groups, [&](int64_t grp) {
+  for_tasks(ps.g.groups, [&](int64_t grp) {
     pack_weight_pairs(ps.m, ps.C, T, q, advance(ps.w, grp * ps.wg), ps.so, ps.si,
                       packed + grp * pk_g);
   });
-  const int64_t blocks = ceil_div(tg.rows(), ps.rows);
-  for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
-    const int64_t blk = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
-    const int64_t r0 = blk * ps.rows, r1 = std::min(tg.rows(), r0 + ps.rows);
-    const int64_t cols = (r1 - r0) * tg.Wp();
-    float* block =
-        slot_scratch(p, b, o);  // [m, cols], then the band of pairs, then one staging row
-    uint32_t* band2 = reinterpret_cast<uint32_t*>(block + round16(ps.m * ps.rows * tg.Wp()));
-    uint16_t* row = reinterpret_cast<uint16_t*>(band2 + ps.C * tg.phases() * plane);
-    build_band2(tg, advance(ps.src, n * ps.src_sample + grp * ps.src_group), ps.src_cstride, ps.C,
-                r0, r1 - r0, plane, row, band2);
-    // Narrow rows one vector each where that wastes less than the grid's extra columns.
-    const int64_t row_len = tg.out[2], Wp = tg.Wp();
-    const bool by_rows = row_len <= 16 && Wp > 16;
-    direct_grid_forward_bf16(ps.m, cols, C2, T, off, band2, tg.phases() * plane,
-                             packed + grp * pk_g, block, cols, ceil_div(ps.cchunk, 2),
-                             by_rows ? row_len : 0, Wp);
-    scatter_block(tg, block, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
-                  ps.dst_cstride);
-  });
+  return PackedPass{off, packed, pk_g};
+}
+
+// Task (sample n, group grp, block blk of grid rows) of a pass in bf16: band of pairs, pair
+// kernel, scatter. slot: [m, cols], then the band of pairs, then one staging row.
+void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n, int64_t grp,
+               int64_t blk, float* slot) {
+  const TapGrid& tg = ps.tg;
+  const int64_t plane = band_plane(tg, ps.rows), C2 = ceil_div(ps.C, 2), Wp = tg.Wp();
+  const int64_t r0 = blk * ps.rows, r1 = std::min(tg.rows(), r0 + ps.rows), cols = (r1 - r0) * Wp;
+  uint32_t* band2 = reinterpret_cast<uint32_t*>(slot + round16(ps.m * ps.rows * Wp));
+  uint16_t* row = reinterpret_cast<uint16_t*>(band2 + ps.C * tg.phases() * plane);
+  build_band2(tg, advance(ps.src, n * ps.src_sample + grp * ps.src_group), ps.src_cstride, ps.C, r0,
+              r1 - r0, plane, row, band2);
+  // Narrow rows one vector each where that wastes less than the grid's extra columns.
+  const int64_t row_len = tg.out[2];
+  const bool by_rows = row_len <= 16 && Wp > 16;
+  direct_grid_forward_bf16(ps.m, cols, C2, tg.taps, pk.off, band2, tg.phases() * plane,
+                           pk.w + grp * pk.per_group, slot, cols, ceil_div(ps.cchunk, 2),
+                           by_rows ? row_len : 0, Wp);
+  scatter_block(tg, slot, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
+                ps.dst_cstride);
 }
 
 // dy2_t[p][o] for the block's grid rows [r0, r1): dy on the grid (bf16, zero in the extra
@@ -165,13 +171,45 @@ void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, 
 
 void forward_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const TapGrid tg = forward_grid(p.g);
-  run_pass(forward_pass(p, b, tg, o.x16, o.w16, o.out), o.shared, p, b, o);
+  const Pass<const uint16_t*> ps = forward_pass(p, b, tg, o.x16, o.w16, o.out);
+  const PackedPass pk = pack_pass(ps, o.shared);
+  const int64_t blocks = ceil_div(tg.rows(), b.rows), groups = p.g.groups;
+  for_tasks(p.g.N * groups * blocks, [&](int64_t t) {
+    const int64_t ng = t / blocks;
+    pass_task(ps, pk, ng / groups, ng % groups, t % blocks, slot_scratch(p, b, o));
+  });
 }
 
+// Every phase of dx within one task (sample, group, block of grid rows), one after another: the
+// task's dx rows take all their phases while in cache (phase by phase over the whole batch, a
+// stride-2 data gradient streamed dx through memory four times, and dy's bands as often).
 void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  for_data_passes(
-      p, b, o.y16, o.w16, o.out, o.shared,
-      [&](const Pass<const uint16_t*>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
+  const ConvGeometry& g = p.g;
+  TapGrid grids[kMaxPhases];
+  PackedPass packs[kMaxPhases];
+  int64_t used[kMaxPhases], count = 0, blocks = 0;
+  float* shared = o.shared;  // each phase's taps and weights after the previous one's
+  for (int64_t i = 0; i < data_phase_count(g); ++i) {
+    grids[i] = data_grid(g, data_phase(g, i));
+    if (grids[i].empty()) {
+      zero_phase(g, grids[i], o.out);
+      continue;
+    }
+    packs[i] = pack_pass(data_pass(p, b, grids[i], o.y16, o.w16, o.out), shared);
+    shared += pass_shared_elems(grids[i], g.cin_g(), g.cout_g(), g.groups);
+    used[count++] = i;
+    blocks = std::max(blocks, ceil_div(grids[i].rows(), b.rows));
+  }
+  for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
+    const int64_t blk = t % blocks, ng = t / blocks;
+    float* slot = slot_scratch(p, b, o);
+    for (int64_t k = 0; k < count; ++k) {
+      const TapGrid& tg = grids[used[k]];
+      if (blk * b.rows < tg.rows())
+        pass_task(data_pass(p, b, tg, o.y16, o.w16, o.out), packs[used[k]], ng / g.groups,
+                  ng % g.groups, blk, slot);
+    }
+  });
 }
 
 void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
