@@ -45,21 +45,19 @@ void build_band2_unit(const TapGrid& tg, const uint16_t* src, int64_t src_cstrid
   const int64_t Wp = tg.Wp(), Hp = tg.Hp(), S1 = tg.src_size[1], S2 = tg.src_size[2];
   const int64_t lo2 = tg.lo[2], count = tg.band_rows(rows);
   const int64_t w0 = std::clamp<int64_t>(-lo2, 0, Wp), w1 = std::clamp<int64_t>(S2 - lo2, w0, Wp);
-  const auto bytes = [](int64_t units) { return static_cast<size_t>(units) * sizeof(uint32_t); };
-  for (int64_t c2 = 0; c2 < ceil_div(C, 2); ++c2) {
-    const uint16_t* a = src + 2 * c2 * src_cstride;
-    const uint16_t* b = 2 * c2 + 1 < C ? a + src_cstride : nullptr;  // null: a zero channel
-    uint32_t* d = band2 + c2 * plane;
-    for (int64_t i = 0; i < count; ++i, d += Wp) {
-      const int64_t i0 = (r0 + i) / Hp + tg.lo[0], i1 = (r0 + i) % Hp + tg.lo[1];
-      if (i0 < 0 || i0 >= tg.src_size[0] || i1 < 0 || i1 >= S1 || w1 <= w0) {
-        std::memset(d, 0, bytes(Wp));
-        continue;
-      }
-      std::memset(d, 0, bytes(w0));
-      std::memset(d + w1, 0, bytes(Wp - w1));
-      const int64_t at = (i0 * S1 + i1) * S2 + lo2 + w0;
-      direct_interleave_bf16(a + at, b ? b + at : nullptr, w1 - w0, d + w0);
+  constexpr int64_t kRows = 64;  // band rows per kernel call
+  int64_t at[kRows];             // source offset of each row's column w0 (-1: outside)
+  for (int64_t i0 = 0; i0 < count; i0 += kRows) {
+    const int64_t n = std::min(kRows, count - i0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t s0 = (r0 + i0 + i) / Hp + tg.lo[0], s1 = (r0 + i0 + i) % Hp + tg.lo[1];
+      const bool inside = s0 >= 0 && s0 < tg.src_size[0] && s1 >= 0 && s1 < S1;
+      at[i] = inside ? (s0 * S1 + s1) * S2 + lo2 + w0 : -1;
+    }
+    for (int64_t c2 = 0; c2 < ceil_div(C, 2); ++c2) {
+      const uint16_t* a = src + 2 * c2 * src_cstride;
+      const uint16_t* b = 2 * c2 + 1 < C ? a + src_cstride : nullptr;  // null: a zero channel
+      direct_pair_rows_bf16(a, b, at, n, Wp, w0, w1, band2 + c2 * plane + i0 * Wp);
     }
   }
 }

@@ -97,6 +97,11 @@ void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t 
                              const uint32_t* dyt, int64_t ldy, int64_t L2, float* dwt);
 // out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs (b null: zeros).
 void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
+// Rows of a pair band: for r < rows, out[r * Wp + k] = the pair (a[at[r] + k - w0],
+// b[at[r] + k - w0]) for w0 <= k < w1 (b null: zeros), zero elsewhere in the row (all of it where
+// at[r] < 0).
+void direct_pair_rows_bf16(const uint16_t* a, const uint16_t* b, const int64_t* at, int64_t rows,
+                           int64_t Wp, int64_t w0, int64_t w1, uint32_t* out);
 // even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n, bf16 bits: the two phase planes of a
 // stride-2 row (AVX-512, like direct_split2_avx512).
 void direct_split2_bf16_avx512(const uint16_t* src, int64_t n, uint16_t* even, uint16_t* odd);

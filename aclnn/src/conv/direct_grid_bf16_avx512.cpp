@@ -224,8 +224,10 @@ void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* o
   }
 }
 
-void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out) {
-  // Lane i of the result is (a[i], b[i]): 16-bit elements 2i and 2i + 1 from the two sources.
+namespace {
+
+// Lane i of interleave(a, b) is (a[i], b[i]): 16-bit elements 2i and 2i + 1 from the two sources.
+inline void interleave(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out) {
   const __m512i idx_lo =
       _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
                        37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
@@ -240,6 +242,31 @@ void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uin
     if (k > 16)
       _mm512_mask_storeu_epi32(out + i + 16, gemm::first_lanes(k - 16),
                                _mm512_permutex2var_epi16(va, idx_hi, vb));
+  }
+}
+
+// out[k] = 0 for k < n.
+inline void zero_units(int64_t n, uint32_t* out) {
+  for (int64_t k = 0; k < n; k += 16)
+    _mm512_mask_storeu_epi32(out + k, gemm::first_lanes(n - k), _mm512_setzero_si512());
+}
+
+}  // namespace
+
+void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out) {
+  interleave(a, b, n, out);
+}
+
+void direct_pair_rows_bf16(const uint16_t* a, const uint16_t* b, const int64_t* at, int64_t rows,
+                           int64_t Wp, int64_t w0, int64_t w1, uint32_t* out) {
+  for (int64_t r = 0; r < rows; ++r, out += Wp) {
+    if (at[r] < 0 || w1 <= w0) {
+      zero_units(Wp, out);
+      continue;
+    }
+    zero_units(w0, out);
+    interleave(a + at[r], b ? b + at[r] : nullptr, w1 - w0, out + w0);
+    zero_units(Wp - w1, out + w1);
   }
 }
 
