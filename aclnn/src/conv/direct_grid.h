@@ -83,13 +83,14 @@ void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64
 // kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of
 // input channels (2 c2, 2 c2 + 1) as 32-bit units (C2 = ceil(C / 2) pairs; off and plane in
 // units; row_len and pitch as direct_grid_forward's). Weight: xt and dyt hold pairs of positions (2
-// p, 2 p + 1) as units, channels-last (ldx, ldy in units), over L2 position pairs.
+// p, 2 p + 1) as units, channels-last (ldx, ldy in units), over `rows` runs of L2 position pairs,
+// `pitch` pairs apart.
 void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
                               const uint32_t* x2, int64_t plane, const uint32_t* packed, float* out,
                               int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                              const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
-                             int64_t L2, float* dwt);
+                             int64_t rows, int64_t L2, int64_t pitch, float* dwt);
 // The weight kernel with x read in place: dwt[c][o] += sum_{p < L2} dyt[p][o] . x[c * ldc + p]
 // for c < C, o < m16, each unit of x the pair of positions (2 p, 2 p + 1) of channel c's row
 // (pointwise: no band, no transpose of x). dyt and dwt 64-byte aligned, ldy a multiple of 16.

@@ -111,25 +111,31 @@ ForwardTile forward_tile_for(int rows, int64_t cols) {
 // acc[v][i] = dwt[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x(p, i): each unit of dyt is the
 // pair of positions (2p, 2p + 1) of one output channel, each unit of x the same two positions of
 // one input channel. kChannelsLast: x(p, i) = x[p * ld + i] (grid_direct's band, transposed);
-// else x(p, i) = x[i * ld + p] (pointwise: each input channel's row read in place).
+// else x(p, i) = x[i * ld + p] (pointwise: each input channel's row read in place). The pairs p
+// run over `rows` runs of L2, `pitch` pairs apart (a grid's output columns, its extra ones
+// skipped).
 template <int OV, int RC, bool kChannelsLast>
-void weight_tile(const uint32_t* x, int64_t ld, const uint32_t* dyt, int64_t ldy, int64_t L2,
-                 float* dwt, int64_t ldw) {
+void weight_tile(const uint32_t* x, int64_t ld, const uint32_t* dyt, int64_t ldy, int64_t rows,
+                 int64_t L2, int64_t pitch, float* dwt, int64_t ldw) {
   __m512 acc[OV][RC];
 #pragma GCC unroll 16
   for (int v = 0; v < OV; ++v)
 #pragma GCC unroll 16
     for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
-  for (int64_t p = 0; p < L2; ++p, dyt += ldy) {
-    __m512i d[OV];
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint32_t* xr = x + r * pitch * (kChannelsLast ? ld : 1);
+    const uint32_t* dr = dyt + r * pitch * ldy;
+    for (int64_t p = 0; p < L2; ++p, dr += ldy) {
+      __m512i d[OV];
 #pragma GCC unroll 16
-    for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dyt + 16 * v);
+      for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dr + 16 * v);
 #pragma GCC unroll 16
-    for (int i = 0; i < RC; ++i) {
-      const uint32_t unit = kChannelsLast ? x[p * ld + i] : x[i * ld + p];
-      const __m512i b = _mm512_set1_epi32(static_cast<int>(unit));
+      for (int i = 0; i < RC; ++i) {
+        const uint32_t unit = kChannelsLast ? xr[p * ld + i] : xr[i * ld + p];
+        const __m512i bv = _mm512_set1_epi32(static_cast<int>(unit));
 #pragma GCC unroll 16
-      for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], b);
+        for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], bv);
+      }
     }
   }
 #pragma GCC unroll 16
@@ -138,8 +144,8 @@ void weight_tile(const uint32_t* x, int64_t ld, const uint32_t* dyt, int64_t ldy
     for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
 }
 
-using WeightTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, float*,
-                            int64_t);
+using WeightTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, int64_t,
+                            int64_t, float*, int64_t);
 
 // kWeightTiles<OV, kChannelsLast, kMaxRC>[rc]: the tile of OV vectors of output channels x rc
 // input channels, rc = 1 .. kMaxRC (entry 0 unused).
@@ -164,7 +170,7 @@ void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t 
     const int ov = static_cast<int>(min64(kRowsOV, (m16 - o0) / 16));
     for (int64_t c0 = 0; c0 < C; c0 += kRowsRC) {
       const int rc = static_cast<int>(min64(kRowsRC, C - c0));
-      kRowsTilesByOV[ov][rc](x + c0 * ldc, ldc, dyt + o0, ldy, L2, dwt + c0 * m16 + o0, m16);
+      kRowsTilesByOV[ov][rc](x + c0 * ldc, ldc, dyt + o0, ldy, 1, L2, 0, dwt + c0 * m16 + o0, m16);
     }
   }
 }
@@ -204,7 +210,7 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
 
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                              const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
-                             int64_t L2, float* dwt) {
+                             int64_t rows, int64_t L2, int64_t pitch, float* dwt) {
   const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
   for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
     const bool two = o0 + 32 <= m16;
@@ -214,9 +220,9 @@ void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* o
         const uint32_t* x = xt + off[t] + c0;
         float* d = dwt + (t * C + c0) * m16 + o0;
         if (two) {
-          kWeightTiles<2, true, kWC>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
+          kWeightTiles<2, true, kWC>[rc](x, ldx, dyt + o0, ldy, rows, L2, pitch, d, m16);
         } else {
-          kWeightTiles<1, true, kWC>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
+          kWeightTiles<1, true, kWC>[rc](x, ldx, dyt + o0, ldy, rows, L2, pitch, d, m16);
         }
       }
       c0 += rc;
