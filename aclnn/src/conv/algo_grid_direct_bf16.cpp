@@ -113,12 +113,21 @@ void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n,
   uint16_t* row = reinterpret_cast<uint16_t*>(band2 + ps.C * tg.phases() * plane);
   build_band2(tg, advance(ps.src, n * ps.src_sample + grp * ps.src_group), ps.src_cstride, ps.C, r0,
               r1 - r0, plane, row, band2);
-  // Narrow rows one vector each where that wastes less than the grid's extra columns.
-  const int64_t row_len = tg.out[2];
+  // Narrow rows one vector each where that wastes less than the grid's extra columns; runs of
+  // rows within one 3d plane (the rows between two planes hold no outputs).
+  const int64_t row_len = tg.out[2], Hp = tg.Hp();
   const bool by_rows = row_len <= 16 && Wp > 16;
-  direct_grid_forward_bf16(ps.m, cols, C2, tg.taps, pk.off, band2, tg.phases() * plane,
-                           pk.w + grp * pk.per_group, slot, cols, ceil_div(ps.cchunk, 2),
-                           by_rows ? row_len : 0, Wp);
+  for (int64_t a = r0; a < r1;) {
+    if (a % Hp >= tg.out[1]) {
+      ++a;
+      continue;
+    }
+    const int64_t e = std::min(r1, a - a % Hp + tg.out[1]), j = (a - r0) * Wp;
+    direct_grid_forward_bf16(ps.m, (e - a) * Wp, C2, tg.taps, pk.off, band2 + j,
+                             tg.phases() * plane, pk.w + grp * pk.per_group, slot + j, cols,
+                             ceil_div(ps.cchunk, 2), by_rows ? row_len : 0, Wp);
+    a = e;
+  }
   scatter_block(tg, slot, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
                 ps.dst_cstride);
 }
@@ -165,21 +174,14 @@ void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, 
   }
 }
 
-// dwt += the weight kernel over the block's grid rows [r0, r1) (pairs p of dy2_t and xt). Where a
-// grid row is whole pairs (Wp even), only the pairs of its output columns, ceil(out / 2) at a
-// pitch of Wp / 2, of the rows that hold outputs (not those between 3d planes): mnist2's 14 of
-// 18 columns. Calls take about kWeightCols columns.
+// dwt += the weight kernel over the block's grid rows [r0, r1) (pairs p of dy2_t and xt). A grid
+// row is whole pairs (weight_grid_bf16: Wp even): only the pairs of its output columns,
+// ceil(out / 2) at a pitch of Wp / 2, of the rows that hold outputs (not those between 3d
+// planes): mnist2's 14 of 18 columns. Calls take about kWeightCols columns.
 void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_t nc, int64_t T,
                   const int64_t* off, const uint32_t* xt, int64_t cb16, const uint32_t* dy2_t,
                   float* dwt) {
   const int64_t Wp = tg.Wp(), Hp = tg.Hp();
-  if (Wp % 2 != 0) {
-    const int64_t pairs = ceil_div((r1 - r0) * Wp, 2);
-    for (int64_t p0 = 0; p0 < pairs; p0 += kWeightCols / 2)
-      direct_grid_weight_bf16(m16, nc, T, off, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16, 1,
-                              std::min(kWeightCols / 2, pairs - p0), 0, dwt);
-    return;
-  }
   const int64_t pitch = Wp / 2, L2 = ceil_div(tg.out[2], 2);
   const int64_t per_call = std::max<int64_t>(1, kWeightCols / 2 / L2);
   for (int64_t r = r0; r < r1;) {
@@ -243,7 +245,7 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
 
 void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const ConvGeometry& g = p.g;
-  const TapGrid tg = forward_grid(g);
+  const TapGrid tg = weight_grid_bf16(g);
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows(), T = tg.taps;
   const int64_t S_in = g.in_size(), S_out = g.out_size(), m16 = round16(Cog);
   const int64_t plane = band_plane(tg, b.rows), cb16 = round16(b.cblock), P = tg.phases();

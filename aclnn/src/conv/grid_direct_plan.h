@@ -220,6 +220,15 @@ inline WeightScratch weight_scratch(const ConvGeometry& g, const TapGrid& tg, in
                        P * plane * round16(cb), dwt};
 }
 
+// The bf16 weight gradient's grid: the forward grid with an even row pitch (one more zero column
+// where Wp is odd), so that every grid row is whole pairs of positions and the kernel skips the
+// extra columns (stride2's 14 outputs a row: 7 pairs, not 7.5).
+inline TapGrid weight_grid_bf16(const ConvGeometry& g) {
+  TapGrid tg = forward_grid(g);
+  tg.ext[2] += tg.ext[2] % 2;
+  return tg;
+}
+
 // The bf16 runs (algo_grid_direct_bf16.cpp): Operands' x16/w16/y16 inputs.
 void forward_bf16(const Problem& p, const Blocking& b, const Operands<float>& o);
 void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<float>& o);
