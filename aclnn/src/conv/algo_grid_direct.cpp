@@ -153,8 +153,9 @@ Fit plan_weight(const Problem& p) {
   // narrower ones waste loads); threads then split the batch.
   plan_weight_split(p, 4, even_cblock(p, kWeightChannels), f.b);
   f.b.rows = rows_per_task(tg, round16(g.cout_g()), 1);
-  f.b.slot_elems = std::max(weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total(),
-                            p.bf16 ? weight_scratch(g, tg, f.b.cblock, f.b.rows, true).total() : 0);
+  f.b.slot_elems = std::max(
+      weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total(),
+      p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
   f.b.shared_elems = taps_elems(tg.taps);
   return f;
 }

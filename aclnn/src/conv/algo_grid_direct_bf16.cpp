@@ -32,10 +32,41 @@ void pack_weight_pairs(int64_t m, int64_t C, int64_t T, const int64_t* q, const 
         }
 }
 
+// Unit-stride source (one phase: every data grid, the forward of a unit-stride conv): band row i
+// of pair c2 is grid row r0 + i of the two channels' planes interleaved at the grid columns
+// [w0, w1) that hold source columns (source column col + lo2), zero elsewhere.
+bool unit_source(const TapGrid& tg) {
+  return tg.phases() == 1 && tg.src_stride[0] == 1 && tg.src_stride[1] == 1 &&
+         tg.src_stride[2] == 1;
+}
+
+void build_band2_unit(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t C,
+                      int64_t r0, int64_t rows, int64_t plane, uint32_t* band2) {
+  const int64_t Wp = tg.Wp(), Hp = tg.Hp(), S1 = tg.src_size[1], S2 = tg.src_size[2];
+  const int64_t lo2 = tg.lo[2], count = tg.band_rows(rows);
+  const int64_t w0 = std::clamp<int64_t>(-lo2, 0, Wp), w1 = std::clamp<int64_t>(S2 - lo2, w0, Wp);
+  constexpr int64_t kRows = 64;  // band rows per kernel call
+  int64_t at[kRows];             // source offset of each row's column w0 (-1: outside)
+  for (int64_t i0 = 0; i0 < count; i0 += kRows) {
+    const int64_t n = std::min(kRows, count - i0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t s0 = (r0 + i0 + i) / Hp + tg.lo[0], s1 = (r0 + i0 + i) % Hp + tg.lo[1];
+      const bool inside = s0 >= 0 && s0 < tg.src_size[0] && s1 >= 0 && s1 < S1;
+      at[i] = inside ? (s0 * S1 + s1) * S2 + lo2 + w0 : -1;
+    }
+    for (int64_t c2 = 0; c2 < ceil_div(C, 2); ++c2) {
+      const uint16_t* a = src + 2 * c2 * src_cstride;
+      const uint16_t* b = 2 * c2 + 1 < C ? a + src_cstride : nullptr;  // null: a zero channel
+      direct_pair_rows_bf16(a, b, at, n, Wp, w0, w1, band2 + c2 * plane + i0 * Wp);
+    }
+  }
+}
+
 // band2 rows of the block: channel pairs interleaved, built row by row through `row` (two bf16
 // channels x phases x Wp).
 void build_band2(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t C, int64_t r0,
                  int64_t rows, int64_t plane, uint16_t* row, uint32_t* band2) {
+  if (unit_source(tg)) return build_band2_unit(tg, src, src_cstride, C, r0, rows, plane, band2);
   const int64_t Wp = tg.Wp(), P = tg.phases(), C2 = ceil_div(C, 2);
   for (int64_t i = 0; i < tg.band_rows(rows); ++i)
     for (int64_t c2 = 0; c2 < C2; ++c2) {
@@ -48,38 +79,57 @@ void build_band2(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, in
     }
 }
 
-// One pass in bf16: band of pairs, pair kernel, scatter.
-void run_pass(const Pass<const uint16_t*>& ps, float* shared, const Problem& p, const Blocking& b,
-              const Operands<float>& o) {
-  const ConvGeometry& g = ps.g;
-  const TapGrid& tg = ps.tg;
-  const int64_t plane = band_plane(tg, ps.rows), T = tg.taps, C2 = ceil_div(ps.C, 2);
+// A pass's tap offsets and weight pairs, packed once per call into its shared scratch.
+struct PackedPass {
   const int64_t* off = nullptr;
-  const GridTap* taps = load_taps(g, tg, plane, shared, &off);
+  const uint32_t* w = nullptr;  // group grp at w + grp * per_group
+  int64_t per_group = 0;
+};
+
+PackedPass pack_pass(const Pass<const uint16_t*>& ps, float* shared) {
+  const TapGrid& tg = ps.tg;
+  const int64_t T = tg.taps, C2 = ceil_div(ps.C, 2);
+  const int64_t* off = nullptr;
+  const GridTap* taps = load_taps(ps.g, tg, band_plane(tg, ps.rows), shared, &off);
   uint32_t* packed = reinterpret_cast<uint32_t*>(shared + taps_elems(T));
   const int64_t pk_g = direct_packed_w_elems(ps.m, C2, T);
   int64_t* q = const_cast<int64_t*>(off) + T;
   for (int64_t t = 0; t < T; ++t) q[t] = taps[t].q;
-  for_tasks(g.groups, [&](int64_t grp) {
+  for_tasks(ps.g.groups, [&](int64_t grp) {
     pack_weight_pairs(ps.m, ps.C, T, q, advance(ps.w, grp * ps.wg), ps.so, ps.si,
                       packed + grp * pk_g);
   });
-  const int64_t blocks = ceil_div(tg.rows(), ps.rows);
-  for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
-    const int64_t blk = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
-    const int64_t r0 = blk * ps.rows, r1 = std::min(tg.rows(), r0 + ps.rows);
-    const int64_t cols = (r1 - r0) * tg.Wp();
-    float* block =
-        slot_scratch(p, b, o);  // [m, cols], then the band of pairs, then one staging row
-    uint32_t* band2 = reinterpret_cast<uint32_t*>(block + round16(ps.m * ps.rows * tg.Wp()));
-    uint16_t* row = reinterpret_cast<uint16_t*>(band2 + ps.C * tg.phases() * plane);
-    build_band2(tg, advance(ps.src, n * ps.src_sample + grp * ps.src_group), ps.src_cstride, ps.C,
-                r0, r1 - r0, plane, row, band2);
-    direct_grid_forward_bf16(ps.m, cols, C2, T, off, band2, tg.phases() * plane,
-                             packed + grp * pk_g, block, cols, ceil_div(ps.cchunk, 2));
-    scatter_block(tg, block, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
-                  ps.dst_cstride);
-  });
+  return PackedPass{off, packed, pk_g};
+}
+
+// Task (sample n, group grp, block blk of grid rows) of a pass in bf16: band of pairs, pair
+// kernel, scatter. slot: [m, cols], then the band of pairs, then one staging row.
+void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n, int64_t grp,
+               int64_t blk, float* slot) {
+  const TapGrid& tg = ps.tg;
+  const int64_t plane = band_plane(tg, ps.rows), C2 = ceil_div(ps.C, 2), Wp = tg.Wp();
+  const int64_t r0 = blk * ps.rows, r1 = std::min(tg.rows(), r0 + ps.rows), cols = (r1 - r0) * Wp;
+  uint32_t* band2 = reinterpret_cast<uint32_t*>(slot + round16(ps.m * ps.rows * Wp));
+  uint16_t* row = reinterpret_cast<uint16_t*>(band2 + ps.C * tg.phases() * plane);
+  build_band2(tg, advance(ps.src, n * ps.src_sample + grp * ps.src_group), ps.src_cstride, ps.C, r0,
+              r1 - r0, plane, row, band2);
+  // Narrow rows one vector each where that wastes less than the grid's extra columns; runs of
+  // rows within one 3d plane (the rows between two planes hold no outputs).
+  const int64_t row_len = tg.out[2], Hp = tg.Hp();
+  const bool by_rows = row_len <= 16 && Wp > 16;
+  for (int64_t a = r0; a < r1;) {
+    if (a % Hp >= tg.out[1]) {
+      ++a;
+      continue;
+    }
+    const int64_t e = std::min(r1, a - a % Hp + tg.out[1]), j = (a - r0) * Wp;
+    direct_grid_forward_bf16(ps.m, (e - a) * Wp, C2, tg.taps, pk.off, band2 + j,
+                             tg.phases() * plane, pk.w + grp * pk.per_group, slot + j, cols,
+                             ceil_div(ps.cchunk, 2), by_rows ? row_len : 0, Wp);
+    a = e;
+  }
+  scatter_block(tg, slot, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
+                ps.dst_cstride);
 }
 
 // dy2_t[p][o] for the block's grid rows [r0, r1): dy on the grid (bf16, zero in the extra
@@ -124,22 +174,78 @@ void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, 
   }
 }
 
+// dwt += the weight kernel over the block's grid rows [r0, r1) (pairs p of dy2_t and xt). A grid
+// row is whole pairs (weight_grid_bf16: Wp even): only the pairs of its output columns,
+// ceil(out / 2) at a pitch of Wp / 2, of the rows that hold outputs (not those between 3d
+// planes): mnist2's 14 of 18 columns. Calls take about kWeightCols columns.
+void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_t nc, int64_t T,
+                  const int64_t* off, const uint32_t* xt, int64_t cb16, const uint32_t* dy2_t,
+                  float* dwt) {
+  const int64_t Wp = tg.Wp(), Hp = tg.Hp();
+  const int64_t pitch = Wp / 2, L2 = ceil_div(tg.out[2], 2);
+  const int64_t per_call = std::max<int64_t>(1, kWeightCols / 2 / L2);
+  for (int64_t r = r0; r < r1;) {
+    if (r % Hp >= tg.out[1]) {  // a row between two 3d planes: dy is zero there
+      ++r;
+      continue;
+    }
+    int64_t e = r + 1;
+    while (e < r1 && e - r < per_call && e % Hp < tg.out[1]) ++e;
+    const int64_t p0 = (r - r0) * pitch;
+    direct_grid_weight_bf16(m16, nc, T, off, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16, e - r, L2,
+                            pitch, dwt);
+    r = e;
+  }
+}
+
 }  // namespace
 
 void forward_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const TapGrid tg = forward_grid(p.g);
-  run_pass(forward_pass(p, b, tg, o.x16, o.w16, o.out), o.shared, p, b, o);
+  const Pass<const uint16_t*> ps = forward_pass(p, b, tg, o.x16, o.w16, o.out);
+  const PackedPass pk = pack_pass(ps, o.shared);
+  const int64_t blocks = ceil_div(tg.rows(), b.rows), groups = p.g.groups;
+  for_tasks(p.g.N * groups * blocks, [&](int64_t t) {
+    const int64_t ng = t / blocks;
+    pass_task(ps, pk, ng / groups, ng % groups, t % blocks, slot_scratch(p, b, o));
+  });
 }
 
+// Every phase of dx within one task (sample, group, block of grid rows), one after another: the
+// task's dx rows take all their phases while in cache (phase by phase over the whole batch, a
+// stride-2 data gradient streamed dx through memory four times, and dy's bands as often).
 void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  for_data_passes(
-      p, b, o.y16, o.w16, o.out, o.shared,
-      [&](const Pass<const uint16_t*>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
+  const ConvGeometry& g = p.g;
+  TapGrid grids[kMaxPhases];
+  PackedPass packs[kMaxPhases];
+  int64_t used[kMaxPhases], count = 0, blocks = 0;
+  float* shared = o.shared;  // each phase's taps and weights after the previous one's
+  for (int64_t i = 0; i < data_phase_count(g); ++i) {
+    grids[i] = data_grid(g, data_phase(g, i));
+    if (grids[i].empty()) {
+      zero_phase(g, grids[i], o.out);
+      continue;
+    }
+    packs[i] = pack_pass(data_pass(p, b, grids[i], o.y16, o.w16, o.out), shared);
+    shared += pass_shared_elems(grids[i], g.cin_g(), g.cout_g(), g.groups);
+    used[count++] = i;
+    blocks = std::max(blocks, ceil_div(grids[i].rows(), b.rows));
+  }
+  for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
+    const int64_t blk = t % blocks, ng = t / blocks;
+    float* slot = slot_scratch(p, b, o);
+    for (int64_t k = 0; k < count; ++k) {
+      const TapGrid& tg = grids[used[k]];
+      if (blk * b.rows < tg.rows())
+        pass_task(data_pass(p, b, tg, o.y16, o.w16, o.out), packs[used[k]], ng / g.groups,
+                  ng % g.groups, blk, slot);
+    }
+  });
 }
 
 void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const ConvGeometry& g = p.g;
-  const TapGrid tg = forward_grid(g);
+  const TapGrid tg = weight_grid_bf16(g);
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows(), T = tg.taps;
   const int64_t S_in = g.in_size(), S_out = g.out_size(), m16 = round16(Cog);
   const int64_t plane = band_plane(tg, b.rows), cb16 = round16(b.cblock), P = tg.phases();
@@ -164,15 +270,12 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
             const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
-            const int64_t pairs = ceil_div((r1 - r0) * tg.Wp(), 2);
             dy_pairs(tg, o.y16 + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16,
                      dy_grid, dy2_t);
             band_pairs(tg, o.x16 + (n * g.C_in + grp * Cig + c0) * S_in, S_in, nc, r0, r1, plane,
                        cb16, band, reinterpret_cast<uint32_t*>(band2_t));
-            for (int64_t p0 = 0; p0 < pairs; p0 += kWeightCols / 2)
-              direct_grid_weight_bf16(
-                  m16, nc, T, off, reinterpret_cast<const uint32_t*>(band2_t) + p0 * cb16, cb16,
-                  dy2_t + p0 * m16, m16, std::min(kWeightCols / 2, pairs - p0), dwt);
+            weight_block(tg, r0, r1, m16, nc, T, off, reinterpret_cast<const uint32_t*>(band2_t),
+                         cb16, dy2_t, dwt);
           }
         }
         for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q_t] = dwt[t][c][o]

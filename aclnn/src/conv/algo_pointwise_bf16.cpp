@@ -103,7 +103,7 @@ void run_gemm(const Problem& p, const Blocking& b, const Operands<float>& o, con
       direct_grid_forward_bf16(std::min(kDirectOcBlock, gm.m - o0), cols, C2, 1, kZeroOffset, x2,
                                cols, packed + grp * pk + o0 * C2,
                                gm.out + n * gm.out_sample + grp * gm.out_group + j0 + o0 * S, S,
-                               std::min(C2, kChunkPairs));
+                               std::min(C2, kChunkPairs), 0, 0);
   });
 }
 

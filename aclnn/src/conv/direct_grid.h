@@ -82,21 +82,30 @@ void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64
 // bf16 (AVX512_BF16, direct_grid_bf16_avx512.cpp; where bf16_dot_kernels()): the same
 // kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of
 // input channels (2 c2, 2 c2 + 1) as 32-bit units (C2 = ceil(C / 2) pairs; off and plane in
-// units). Weight: xt and dyt hold pairs of positions (2 p, 2 p + 1) as units, channels-last (ldx,
-// ldy in units), over L2 position pairs.
+// units; row_len and pitch as direct_grid_forward's). Weight: xt and dyt hold pairs of positions (2
+// p, 2 p + 1) as units, channels-last (ldx, ldy in units), over `rows` runs of L2 position pairs,
+// `pitch` pairs apart.
 void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
                               const uint32_t* x2, int64_t plane, const uint32_t* packed, float* out,
-                              int64_t ldo, int64_t c_chunk);
+                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                              const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
-                             int64_t L2, float* dwt);
+                             int64_t rows, int64_t L2, int64_t pitch, float* dwt);
 // The weight kernel with x read in place: dwt[c][o] += sum_{p < L2} dyt[p][o] . x[c * ldc + p]
 // for c < C, o < m16, each unit of x the pair of positions (2 p, 2 p + 1) of channel c's row
 // (pointwise: no band, no transpose of x). dyt and dwt 64-byte aligned, ldy a multiple of 16.
 void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t ldc,
                              const uint32_t* dyt, int64_t ldy, int64_t L2, float* dwt);
-// out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs.
+// out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs (b null: zeros).
 void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
+// Rows of a pair band: for r < rows, out[r * Wp + k] = the pair (a[at[r] + k - w0],
+// b[at[r] + k - w0]) for w0 <= k < w1 (b null: zeros), zero elsewhere in the row (all of it where
+// at[r] < 0).
+void direct_pair_rows_bf16(const uint16_t* a, const uint16_t* b, const int64_t* at, int64_t rows,
+                           int64_t Wp, int64_t w0, int64_t w1, uint32_t* out);
+// even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n, bf16 bits: the two phase planes of a
+// stride-2 row (AVX-512, like direct_split2_avx512).
+void direct_split2_bf16_avx512(const uint16_t* src, int64_t n, uint16_t* even, uint16_t* odd);
 // Whether bf16 convolutions run the dot kernels above: AVX512_BF16 on a CPU that issues
 // vdpbf16ps at the fp32 FMA's rate (AMD); elsewhere bf16 is converted to fp32 in the bands.
 // ACLNN_CPU_BF16_DOT=1 / 0 overrides (on AVX512_BF16 CPUs), so both forms can be tested anywhere.
@@ -109,6 +118,10 @@ void direct_convert_avx512(SrcKind kind, const void* src, int64_t n, float* dst)
 // dst[i] = src[i] rounded to fp16 (bf16 == false) or bf16 bits, to nearest even, for i < n;
 // bit-exact with half.h's float_to_half / float_to_bf16.
 void direct_narrow_avx512(bool bf16, const float* src, int64_t n, uint16_t* dst);
+
+// dst[2 i] = src[i] for i < n (the odd elements untouched): a row of a stride-2 phase placed in its
+// output row (AVX-512 only).
+void direct_scatter2_avx512(const float* src, int64_t n, float* dst);
 
 // even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n: the two phase planes of a stride-2 row
 // (AVX-512 only; elsewhere the phases are copied one by one).

@@ -8,7 +8,8 @@
 
 // The whole file is compiled for AVX-512 (clang spells GCC's target pragma differently).
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))), apply_to = function)
+#pragma clang attribute push( \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))), apply_to = function)
 #else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
@@ -300,6 +301,21 @@ void direct_split2_avx512(const float* src, int64_t n, float* even, float* odd) 
     const __mmask16 m = gemm::first_lanes(k);
     _mm512_mask_storeu_ps(even + i, m, _mm512_permutex2var_ps(a, even_idx, b));
     _mm512_mask_storeu_ps(odd + i, m, _mm512_permutex2var_ps(a, odd_idx, b));
+  }
+}
+
+void direct_scatter2_avx512(const float* src, int64_t n, float* dst) {
+  // Lane 2 k of the low (high) half is src[k] (src[8 + k]); the odd lanes are masked off.
+  const __m512i lo_idx = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  const __m512i hi_idx = _mm512_add_epi32(lo_idx, _mm512_set1_epi32(8));
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t k = min64(16, n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(gemm::first_lanes(k), src + i);
+    // Even lanes of the first 2 k (the destination's last element is dst[2 (n - 1)]).
+    const __mmask16 lo = gemm::first_lanes(2 * k - 1) & 0x5555;
+    const __mmask16 hi = gemm::first_lanes(2 * k - 17) & 0x5555;
+    _mm512_mask_storeu_ps(dst + 2 * i, lo, _mm512_permutexvar_ps(lo_idx, v));
+    _mm512_mask_storeu_ps(dst + 2 * i + 16, hi, _mm512_permutexvar_ps(hi_idx, v));
   }
 }
 

@@ -43,26 +43,28 @@ inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
 
 // acc[o][v] = sum_{c2, t} w2[o][c2][t] . x2[c2 * plane + off[t] + 16 v + lane]: each unit of x2
 // is the bf16 pair of channels (2 c2, 2 c2 + 1) at one grid column, each unit of w2 the matching
-// weight pair; the dot product of the two pairs is one vdpbf16ps lane.
+// weight pair; the dot product of the two pairs is one vdpbf16ps lane. Vector v covers columns
+// [vs v, vs v + 16) (vs = 16: flat; vs = the grid's row pitch: one vector per row).
 template <int OB, int PV, bool kTail>
 void forward_tile(int64_t C2, int64_t T, const int64_t* off, const uint32_t* x, int64_t plane,
-                  const uint32_t* w, float* out, int64_t ldo, const __mmask16* mask, bool add) {
+                  const uint32_t* w, float* out, int64_t ldo, const __mmask16* mask, bool add,
+                  int64_t vs) {
   __m512 acc[OB][PV];
 #pragma GCC unroll 8
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 8
     for (int v = 0; v < PV; ++v)
       acc[o][v] = !add    ? _mm512_setzero_ps()
-                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + 16 * v)
-                          : _mm512_loadu_ps(out + o * ldo + 16 * v);
+                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + vs * v)
+                          : _mm512_loadu_ps(out + o * ldo + vs * v);
   for (int64_t c = 0; c < C2; ++c, x += plane, w += T * kOB) {
     for (int64_t t = 0; t < T; ++t) {
       const uint32_t* xp = x + off[t];
       __m512i xv[PV];
 #pragma GCC unroll 8
       for (int v = 0; v < PV; ++v)
-        xv[v] = kTail ? _mm512_maskz_loadu_epi32(mask[v], xp + 16 * v)
-                      : _mm512_loadu_si512(xp + 16 * v);
+        xv[v] = kTail ? _mm512_maskz_loadu_epi32(mask[v], xp + vs * v)
+                      : _mm512_loadu_si512(xp + vs * v);
       const uint32_t* wt = w + t * kOB;
 #pragma GCC unroll 8
       for (int o = 0; o < OB; ++o) {
@@ -76,7 +78,7 @@ void forward_tile(int64_t C2, int64_t T, const int64_t* off, const uint32_t* x, 
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 8
     for (int v = 0; v < PV; ++v) {
-      float* dst = out + o * ldo + 16 * v;
+      float* dst = out + o * ldo + vs * v;
       if (kTail) {
         _mm512_mask_storeu_ps(dst, mask[v], acc[o][v]);
       } else {
@@ -86,7 +88,7 @@ void forward_tile(int64_t C2, int64_t T, const int64_t* off, const uint32_t* x, 
 }
 
 using ForwardTile = void (*)(int64_t, int64_t, const int64_t*, const uint32_t*, int64_t,
-                             const uint32_t*, float*, int64_t, const __mmask16*, bool);
+                             const uint32_t*, float*, int64_t, const __mmask16*, bool, int64_t);
 
 template <int PV, bool kTail>
 constexpr ForwardTile kTiles[kOB + 1] = {nullptr,
@@ -109,25 +111,31 @@ ForwardTile forward_tile_for(int rows, int64_t cols) {
 // acc[v][i] = dwt[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x(p, i): each unit of dyt is the
 // pair of positions (2p, 2p + 1) of one output channel, each unit of x the same two positions of
 // one input channel. kChannelsLast: x(p, i) = x[p * ld + i] (grid_direct's band, transposed);
-// else x(p, i) = x[i * ld + p] (pointwise: each input channel's row read in place).
+// else x(p, i) = x[i * ld + p] (pointwise: each input channel's row read in place). The pairs p
+// run over `rows` runs of L2, `pitch` pairs apart (a grid's output columns, its extra ones
+// skipped).
 template <int OV, int RC, bool kChannelsLast>
-void weight_tile(const uint32_t* x, int64_t ld, const uint32_t* dyt, int64_t ldy, int64_t L2,
-                 float* dwt, int64_t ldw) {
+void weight_tile(const uint32_t* x, int64_t ld, const uint32_t* dyt, int64_t ldy, int64_t rows,
+                 int64_t L2, int64_t pitch, float* dwt, int64_t ldw) {
   __m512 acc[OV][RC];
 #pragma GCC unroll 16
   for (int v = 0; v < OV; ++v)
 #pragma GCC unroll 16
     for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
-  for (int64_t p = 0; p < L2; ++p, dyt += ldy) {
-    __m512i d[OV];
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint32_t* xr = x + r * pitch * (kChannelsLast ? ld : 1);
+    const uint32_t* dr = dyt + r * pitch * ldy;
+    for (int64_t p = 0; p < L2; ++p, dr += ldy) {
+      __m512i d[OV];
 #pragma GCC unroll 16
-    for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dyt + 16 * v);
+      for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dr + 16 * v);
 #pragma GCC unroll 16
-    for (int i = 0; i < RC; ++i) {
-      const uint32_t unit = kChannelsLast ? x[p * ld + i] : x[i * ld + p];
-      const __m512i b = _mm512_set1_epi32(static_cast<int>(unit));
+      for (int i = 0; i < RC; ++i) {
+        const uint32_t unit = kChannelsLast ? xr[p * ld + i] : xr[i * ld + p];
+        const __m512i bv = _mm512_set1_epi32(static_cast<int>(unit));
 #pragma GCC unroll 16
-      for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], b);
+        for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], bv);
+      }
     }
   }
 #pragma GCC unroll 16
@@ -136,8 +144,8 @@ void weight_tile(const uint32_t* x, int64_t ld, const uint32_t* dyt, int64_t ldy
     for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
 }
 
-using WeightTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, float*,
-                            int64_t);
+using WeightTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, int64_t,
+                            int64_t, float*, int64_t);
 
 // kWeightTiles<OV, kChannelsLast, kMaxRC>[rc]: the tile of OV vectors of output channels x rc
 // input channels, rc = 1 .. kMaxRC (entry 0 unused).
@@ -162,25 +170,39 @@ void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t 
     const int ov = static_cast<int>(min64(kRowsOV, (m16 - o0) / 16));
     for (int64_t c0 = 0; c0 < C; c0 += kRowsRC) {
       const int rc = static_cast<int>(min64(kRowsRC, C - c0));
-      kRowsTilesByOV[ov][rc](x + c0 * ldc, ldc, dyt + o0, ldy, L2, dwt + c0 * m16 + o0, m16);
+      kRowsTilesByOV[ov][rc](x + c0 * ldc, ldc, dyt + o0, ldy, 1, L2, 0, dwt + c0 * m16 + o0, m16);
     }
   }
 }
 
 void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
                               const uint32_t* x, int64_t plane, const uint32_t* packed, float* out,
-                              int64_t ldo, int64_t c_chunk) {
-  for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {
-    const int64_t cols = min64(kTileCols, n - j0);
+                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
+  // Flat: tiles of 48 consecutive columns. Rows (row_len <= 16): tiles of 3 rows of `pitch`
+  // columns, one masked vector per row, so a row's columns past row_len cost nothing.
+  const bool by_rows = row_len > 0;
+  const int64_t step = by_rows ? kPV * pitch : kTileCols;
+  for (int64_t j0 = 0; j0 < n; j0 += step) {
     __mmask16 mask[kPV];
-    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
+    ForwardTile tiles[kOB + 1];
+    if (by_rows) {
+      const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(row_len);
+      for (int r = 1; r <= kOB; ++r)
+        tiles[r] = rows == 3   ? kTiles<3, true>[r]
+                   : rows == 2 ? kTiles<2, true>[r]
+                               : kTiles<1, true>[r];
+    } else {
+      const int64_t cols = min64(kTileCols, n - j0);
+      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
+      for (int r = 1; r <= kOB; ++r) tiles[r] = forward_tile_for(r, cols);
+    }
     for (int64_t c0 = 0; c0 < C2; c0 += c_chunk) {
       const int64_t cc = min64(c_chunk, C2 - c0);
       for (int64_t o0 = 0; o0 < m; o0 += kOB) {
         const int rows = static_cast<int>(min64(kOB, m - o0));
-        forward_tile_for(rows, cols)(cc, T, off, x + c0 * plane + j0, plane,
-                                     packed + (o0 * C2 + c0 * kOB) * T, out + o0 * ldo + j0, ldo,
-                                     mask, c0 > 0);
+        tiles[rows](cc, T, off, x + c0 * plane + j0, plane, packed + (o0 * C2 + c0 * kOB) * T,
+                    out + o0 * ldo + j0, ldo, mask, c0 > 0, by_rows ? pitch : 16);
       }
     }
   }
@@ -188,7 +210,7 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
 
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                              const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
-                             int64_t L2, float* dwt) {
+                             int64_t rows, int64_t L2, int64_t pitch, float* dwt) {
   const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
   for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
     const bool two = o0 + 32 <= m16;
@@ -198,9 +220,9 @@ void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* o
         const uint32_t* x = xt + off[t] + c0;
         float* d = dwt + (t * C + c0) * m16 + o0;
         if (two) {
-          kWeightTiles<2, true, kWC>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
+          kWeightTiles<2, true, kWC>[rc](x, ldx, dyt + o0, ldy, rows, L2, pitch, d, m16);
         } else {
-          kWeightTiles<1, true, kWC>[rc](x, ldx, dyt + o0, ldy, L2, d, m16);
+          kWeightTiles<1, true, kWC>[rc](x, ldx, dyt + o0, ldy, rows, L2, pitch, d, m16);
         }
       }
       c0 += rc;
@@ -208,8 +230,10 @@ void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* o
   }
 }
 
-void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out) {
-  // Lane i of the result is (a[i], b[i]): 16-bit elements 2i and 2i + 1 from the two sources.
+namespace {
+
+// Lane i of interleave(a, b) is (a[i], b[i]): 16-bit elements 2i and 2i + 1 from the two sources.
+inline void interleave(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out) {
   const __m512i idx_lo =
       _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
                        37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
@@ -217,12 +241,50 @@ void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uin
   for (int64_t i = 0; i < n; i += 32) {
     const int64_t k = min64(32, n - i);
     const __mmask32 m = k >= 32 ? 0xffffffffu : (1u << k) - 1;
-    const __m512i va = _mm512_maskz_loadu_epi16(m, a + i), vb = _mm512_maskz_loadu_epi16(m, b + i);
+    const __m512i va = _mm512_maskz_loadu_epi16(m, a + i);
+    const __m512i vb = b ? _mm512_maskz_loadu_epi16(m, b + i) : _mm512_setzero_si512();
     _mm512_mask_storeu_epi32(out + i, gemm::first_lanes(k),
                              _mm512_permutex2var_epi16(va, idx_lo, vb));
     if (k > 16)
       _mm512_mask_storeu_epi32(out + i + 16, gemm::first_lanes(k - 16),
                                _mm512_permutex2var_epi16(va, idx_hi, vb));
+  }
+}
+
+// out[k] = 0 for k < n.
+inline void zero_units(int64_t n, uint32_t* out) {
+  for (int64_t k = 0; k < n; k += 16)
+    _mm512_mask_storeu_epi32(out + k, gemm::first_lanes(n - k), _mm512_setzero_si512());
+}
+
+}  // namespace
+
+void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out) {
+  interleave(a, b, n, out);
+}
+
+void direct_pair_rows_bf16(const uint16_t* a, const uint16_t* b, const int64_t* at, int64_t rows,
+                           int64_t Wp, int64_t w0, int64_t w1, uint32_t* out) {
+  for (int64_t r = 0; r < rows; ++r, out += Wp) {
+    if (at[r] < 0 || w1 <= w0) {
+      zero_units(Wp, out);
+      continue;
+    }
+    zero_units(w0, out);
+    interleave(a + at[r], b ? b + at[r] : nullptr, w1 - w0, out + w0);
+    zero_units(Wp - w1, out + w1);
+  }
+}
+
+void direct_split2_bf16_avx512(const uint16_t* src, int64_t n, uint16_t* even, uint16_t* odd) {
+  // Unit i of a 32-bit load is the pair (src[2 i], src[2 i + 1]): its low half is the even
+  // column, its high half the odd one; vpmovdw narrows each to 16 of 16 bits.
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t k = min64(16, n - i);
+    const __mmask16 m = gemm::first_lanes(k);
+    const __m512i v = _mm512_maskz_loadu_epi32(m, src + 2 * i);
+    _mm256_mask_storeu_epi16(even + i, m, _mm512_cvtepi32_epi16(v));
+    _mm256_mask_storeu_epi16(odd + i, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
   }
 }
 

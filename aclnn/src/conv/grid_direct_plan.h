@@ -148,27 +148,54 @@ Pass<Src> forward_pass(const Problem& p, const Blocking& b, const TapGrid& tg, S
                    K};
 }
 
-// The data gradient's passes, one per phase of dx (tap_grid.h): run(pass, shared) with the shared
-// scratch of each phase after the previous one's; phases no tap reaches are zeroed.
+// The data gradient's pass over the phase grid tg of dx (tap_grid.h):
 // dx[c] (phase) = sum_{o, t} w[o][c][q_t] * dy[o][shifted]: W(c, o, q) = w[o*Cig*K + c*K + q].
+template <typename Src>
+Pass<Src> data_pass(const Problem& p, const Blocking& b, const TapGrid& tg, Src dy, Src w,
+                    float* dx) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
+  return Pass<Src>{g,
+                   tg,
+                   Cig,
+                   Cog,
+                   b.rows,
+                   b.cblock,
+                   dy,
+                   g.C_out * g.out_size(),
+                   Cog * g.out_size(),
+                   g.out_size(),
+                   dx,
+                   g.C_in * g.in_size(),
+                   Cig * g.in_size(),
+                   g.in_size(),
+                   w,
+                   Cog * Cig * K,
+                   K,
+                   Cig * K};
+}
+
+// Zeroes the dx positions of a phase no tap reaches.
+inline void zero_phase(const ConvGeometry& g, const TapGrid& tg, float* dx) {
+  for_tasks(g.N, [&](int64_t n) {
+    zero_outputs(tg, g.C_in, dx + n * g.C_in * g.in_size(), g.in_size());
+  });
+}
+
+// The data gradient's passes, one per phase of dx: run(pass, shared) with the shared scratch of
+// each phase after the previous one's; phases no tap reaches are zeroed.
 template <typename Src, typename Run>
 void for_data_passes(const Problem& p, const Blocking& b, Src dy, Src w, float* dx, float* shared,
                      Run&& run) {
   const ConvGeometry& g = p.g;
-  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
   for (int64_t i = 0; i < data_phase_count(g); ++i) {
     const TapGrid tg = data_grid(g, data_phase(g, i));
     if (tg.empty()) {
-      for_tasks(g.N, [&](int64_t n) {
-        zero_outputs(tg, g.C_in, dx + n * g.C_in * g.in_size(), g.in_size());
-      });
+      zero_phase(g, tg, dx);
       continue;
     }
-    run(Pass<Src>{g, tg, Cig, Cog, b.rows, b.cblock, dy, g.C_out * g.out_size(), Cog * g.out_size(),
-                  g.out_size(), dx, g.C_in * g.in_size(), Cig * g.in_size(), g.in_size(), w,
-                  Cog * Cig * K, K, Cig * K},
-        shared);
-    shared += pass_shared_elems(tg, Cig, Cog, g.groups);
+    run(data_pass(p, b, tg, dy, w, dx), shared);
+    shared += pass_shared_elems(tg, g.cin_g(), g.cout_g(), g.groups);
   }
 }
 
@@ -191,6 +218,15 @@ inline WeightScratch weight_scratch(const ConvGeometry& g, const TapGrid& tg, in
   const int64_t pairs = ceil_div(cols, 2);
   return WeightScratch{round16(g.cout_g() * pairs), round16(pairs * m16), round16(8 * P * plane),
                        P * plane * round16(cb), dwt};
+}
+
+// The bf16 weight gradient's grid: the forward grid with an even row pitch (one more zero column
+// where Wp is odd), so that every grid row is whole pairs of positions and the kernel skips the
+// extra columns (stride2's 14 outputs a row: 7 pairs, not 7.5).
+inline TapGrid weight_grid_bf16(const ConvGeometry& g) {
+  TapGrid tg = forward_grid(g);
+  tg.ext[2] += tg.ext[2] % 2;
+  return tg;
 }
 
 // The bf16 runs (algo_grid_direct_bf16.cpp): Operands' x16/w16/y16 inputs.

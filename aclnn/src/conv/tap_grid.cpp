@@ -180,19 +180,30 @@ struct ConvertCopier {
 struct BitsCopier {
   using Dst = uint16_t;
   const uint16_t* src;
+  bool split = gemm::have_avx512();  // stride-2 split kernel (AVX-512)
   void run(int64_t at, int64_t n, int64_t stride, uint16_t* dst) const {
+    if (stride == 1 && n > 0) {
+      std::memcpy(dst, src + at, static_cast<size_t>(n) * sizeof(uint16_t));
+      return;
+    }
     for (int64_t k = 0; k < n; ++k) dst[k] = src[at + k * stride];
   }
-  bool split2(int64_t, int64_t, uint16_t*, uint16_t*) const { return false; }
+  bool split2(int64_t at, int64_t n, uint16_t* even, uint16_t* odd) const {
+    if (split) direct_split2_bf16_avx512(src + at, n, even, odd);
+    return split;
+  }
 };
 
-// Asks for the cache lines of source elements [at, at + n) (fp32 sources only).
+// Asks for the cache lines of source elements [at, at + n) (fp32 sources and bf16 bits).
 template <typename Copier>
 void prefetch_row(const Copier& copier, int64_t at, int64_t n) {
   if constexpr (std::is_same_v<Copier, ConvertCopier>) {
     if (!copier.f32) return;
     const char* p = reinterpret_cast<const char*>(copier.f32 + at);
     for (int64_t b = 0; b < n * 4; b += 64) __builtin_prefetch(p + b);
+  } else {
+    const char* p = reinterpret_cast<const char*>(copier.src + at);
+    for (int64_t b = 0; b < n * 2; b += 64) __builtin_prefetch(p + b);
   }
 }
 
@@ -282,21 +293,25 @@ struct UnitRows {
   }
 };
 
+bool unit_grid(const TapGrid& tg) {
+  return tg.phases() == 1 && tg.src_stride[0] == 1 && tg.src_stride[1] == 1 &&
+         tg.src_stride[2] == 1;
+}
 bool unit_f32(const TapGrid& tg, const Source& src) {
-  return tg.phases() == 1 && src.kind == SrcKind::kF32 && tg.src_stride[0] == 1 &&
-         tg.src_stride[1] == 1 && tg.src_stride[2] == 1;
+  return src.kind == SrcKind::kF32 && unit_grid(tg);
 }
 
 // d[0, Wp) = the row at source offset `at` (-1: zeros) placed at grid columns [w0, w1).
-inline void unit_row(const float* src, int64_t at, int64_t w0, int64_t w1, int64_t lo2, int64_t Wp,
-                     float* d) {
+template <typename T>
+inline void unit_row(const T* src, int64_t at, int64_t w0, int64_t w1, int64_t lo2, int64_t Wp,
+                     T* d) {
   if (at < 0) w0 = w1 = 0;
-  for (int64_t k = 0; k < w0; ++k) d[k] = 0.0f;
+  for (int64_t k = 0; k < w0; ++k) d[k] = T(0);
   if (w1 > w0) {
-    const float* s = src + at + lo2;
+    const T* s = src + at + lo2;
     for (int64_t k = w0; k < w1; ++k) d[k] = s[k];
   }
-  for (int64_t k = w1; k < Wp; ++k) d[k] = 0.0f;
+  for (int64_t k = w1; k < Wp; ++k) d[k] = T(0);
 }
 
 }  // namespace
@@ -327,6 +342,18 @@ void build_band_row(const TapGrid& tg, const Source& src, int64_t src_cstride, i
 void build_band_row(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t channels,
                     int64_t r, uint16_t* dst, int64_t dst_cstride, int64_t phase_stride) {
   const RowPlan rp(tg);
+  if (unit_grid(tg)) {  // as the fp32 unit-stride rows: each channel's row 4 ahead asked for
+    const int64_t at = UnitRows(tg, r).offset(), ahead = UnitRows(tg, r + 4).offset();
+    for (int64_t c = 0; c < channels; ++c) {
+      unit_row(src + c * src_cstride, at, rp.w0[0], rp.w1[0], tg.lo[2], tg.Wp(),
+               dst + c * dst_cstride);
+      if (ahead >= 0) {
+        __builtin_prefetch(src + c * src_cstride + ahead);
+        __builtin_prefetch(src + c * src_cstride + ahead + tg.src_size[2] - 1);
+      }
+    }
+    return;
+  }
   const BitsCopier copier{src};
   for (int64_t c = 0; c < channels; ++c)
     band_row(tg, rp, copier, c * src_cstride, r, dst + c * dst_cstride, phase_stride);
@@ -359,6 +386,7 @@ void scatter_block(const TapGrid& tg, const float* block, int64_t ld, int64_t ch
                    int64_t r1, float* dst, int64_t dst_cstride) {
   const int64_t Hp = tg.Hp(), Wp = tg.Wp(), n = tg.out[2];
   const int64_t D1 = tg.dst_size[1], D2 = tg.dst_size[2], s2 = tg.dst_stride[2];
+  const bool avx512 = gemm::have_avx512();
   for (int64_t o = 0; o < channels; ++o) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t o0 = r / Hp, o1 = r % Hp;
@@ -371,6 +399,8 @@ void scatter_block(const TapGrid& tg, const float* block, int64_t ld, int64_t ch
                    tg.dst_offset[2];
       if (s2 == 1) {
         std::memcpy(row, src, static_cast<size_t>(n) * sizeof(float));
+      } else if (s2 == 2 && avx512) {
+        direct_scatter2_avx512(src, n, row);
       } else {
         for (int64_t w = 0; w < n; ++w) row[w * s2] = src[w];
       }
