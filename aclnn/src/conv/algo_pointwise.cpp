@@ -6,12 +6,17 @@
 //   backward_weight  dw[g]    (Cog x Cig) = sum_n dy[n, g] * x[n, g]^T
 //
 // bf16 inputs (where bf16_dot_kernels()) run the same GEMMs with the AVX512_BF16 dot kernels
-// (algo_pointwise_bf16.cpp). The fp32 GEMMs read the inputs as stored (reads_sources): fp16 / bf16
-// / rounded fp32 activations are converted a chunk of columns at a time into the task's scratch
-// (about 2 MiB, L2), the weights once into the shared scratch: no whole-tensor fp32 copy.
+// (algo_pointwise_bf16.cpp). The fp32 GEMMs read the inputs as stored (reads_sources), with no
+// whole-tensor fp32 copy. Where an input converts (fp16, bf16, rounded fp32): on our packed GEMM,
+// forward and backward_data pack w[g] (or w[g]^T) once and convert x (dy) while packing the B
+// panels (SourceRows); the weight gradient, and OpenBLAS runs, convert a chunk of columns at a
+// time into the task's scratch, the weights once into the shared scratch.
+#include <type_traits>
+
 #include "conv/algo_support.h"
 #include "conv/algorithms.h"
 #include "conv/pointwise_bf16.h"
+#include "conv/source_panels.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -39,11 +44,53 @@ Fit applies(const Problem& p) {
   return f;
 }
 
+// Converting inputs on our packed GEMM (forward, backward_data): weights packed once per group
+// (A: M x K) into the shared scratch, converted first in a slot; tasks over column ranges. Run
+// decides from the plan's blocking (the Problem it gets is not marked forced).
+bool packs_sources(const Problem& p, const Blocking& b) {
+  return p.converts && b.pack_elems > 0;
+}
+void plan_packed(const Problem& p, int64_t M, int64_t K, Blocking& b) {
+  const ConvGeometry& g = p.g;
+  b.cols = block_size(g.out_size(), pieces_wanted(p));
+  b.cblock = g.cin_g();
+  b.slot_elems = g.cout_g() * g.cin_g();
+  b.shared_elems = g.groups * gemm::packed_a_elems(M, K);
+}
+
+// out[n, g][:, cols] (M x cols) = A[g] (M x K) * src[n, g][:, cols] (K x cols), A[g] = w[g]
+// (forward: M = Cog, K = Cig, src = x) or w[g]^T (backward_data: M = Cig, K = Cog, src = dy),
+// src converted as its panels are packed.
+void packed_source_gemm(const Problem& p, const Blocking& b, const Operands<float>& o, bool data) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.out_size();
+  const int64_t M = data ? Cig : Cog, K = data ? Cog : Cig, apack = gemm::packed_a_elems(M, K);
+  for_tasks(g.groups, [&](int64_t grp) {
+    const float* w = weights_f32(o.wsrc.at(grp * Cog * Cig), Cog * Cig, slot_scratch(p, b, o));
+    const gemm::Mat a = data ? gemm::Mat{w, 1, Cig} : gemm::Mat{w, Cig, 1};
+    gemm::pack_a_once(M, K, a, o.shared + grp * apack);
+  });
+  const Source& src = data ? o.ysrc : o.xsrc;
+  const int64_t C_src = data ? g.C_out : g.C_in, C_dst = data ? g.C_in : g.C_out;
+  const int64_t chunks = ceil_div(S, b.cols);
+  for_tasks(g.N * g.groups * chunks, [&](int64_t t) {
+    const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
+    const int64_t j0 = chunk * b.cols, j1 = std::min(S, j0 + b.cols);
+    const SourceRows rows(src.at((n * C_src + grp * K) * S + j0), S);
+    gemm::sgemm_packed(M, j1 - j0, K, o.shared + grp * apack, nullptr, nullptr, &rows, false,
+                       o.out + (n * C_dst + grp * M) * S + j0, S, pack_scratch(p, b, o));
+  });
+}
+
 Fit plan_forward(const Problem& p) {
   Fit f = applies(p);
   if (p.bf16) {
     f.b.pack_elems = 0;
     if (f.applies) pointwise_bf16::plan_forward(p, f.b);
+    return f;
+  }
+  if (packs_sources(p, f.b)) {
+    plan_packed(p, p.g.cout_g(), p.g.cin_g(), f.b);
     return f;
   }
   const ConvGeometry& g = p.g;
@@ -60,6 +107,10 @@ Fit plan_data(const Problem& p) {
   if (p.bf16) {
     f.b.pack_elems = 0;
     if (f.applies) pointwise_bf16::plan_data(p, f.b);
+    return f;
+  }
+  if (packs_sources(p, f.b)) {
+    plan_packed(p, p.g.cin_g(), p.g.cout_g(), f.b);
     return f;
   }
   f.b.cblock = block_size(p.g.cin_g(), pieces_wanted(p));
@@ -134,6 +185,8 @@ Block<float> block(const Source& src, int64_t at, int64_t rows, int64_t S, int64
 
 template <typename T>
 void forward(const Problem& p, const Blocking& b, const Operands<T>& o) {
+  if constexpr (std::is_same_v<T, float>)
+    if (packs_sources(p, b)) return packed_source_gemm(p, b, o, /*data=*/false);
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.out_size();
   const int64_t chunks = ceil_div(S, b.cols);
@@ -152,6 +205,8 @@ void forward(const Problem& p, const Blocking& b, const Operands<T>& o) {
 
 template <typename T>
 void backward_data(const Problem& p, const Blocking& b, const Operands<T>& o) {
+  if constexpr (std::is_same_v<T, float>)
+    if (packs_sources(p, b)) return packed_source_gemm(p, b, o, /*data=*/true);
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.in_size();
   const int64_t blocks = ceil_div(Cig, b.cblock);
