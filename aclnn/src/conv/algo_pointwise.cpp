@@ -156,8 +156,8 @@ In32 inputs(const Operands<float>& o) {
 bool in_place(const double*) {
   return true;
 }
-bool in_place(const Source& s) {
-  return f32_data(s) != nullptr;
+bool in_place(const Source& s) {  // by kind: an empty input's Source has no data
+  return s.kind == SrcKind::kF32;
 }
 const double* weights(const double* w, int64_t, double*) {
   return w;
