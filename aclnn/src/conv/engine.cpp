@@ -165,16 +165,20 @@ bool fuses_depthwise(const Plan& p) {
 }
 
 // Samples per run of a per-sample primitive whose output `v` is computed in the workspace: at
-// most kOutputChunkBytes of T per run, and no more than the output's own bytes (a 16-bit output's
-// fp32 runs then take at most its size, keeping the workspace within twice the largest tensor),
-// at least one sample, N split into equal runs; 0 when the output is used in place (or is small).
+// most kOutputChunkBytes of T per run, and no more than the output's own bytes where that still
+// leaves runs of kMinRunSamples (a 16-bit output's fp32 runs then take at most its size, keeping
+// the workspace within twice the largest tensor; ct3d's 2 samples cut into 1-sample runs lost
+// ~10% at 2 threads), at least one sample, N split into equal runs; 0 when the output is used in
+// place (or is small).
 constexpr int64_t kOutputChunkBytes = int64_t{8} << 20;
+constexpr int64_t kMinRunSamples = 4;
 template <typename T>
 int64_t output_chunk(const std::optional<View5>& v, int64_t N) {
   if (!v || v->numel() == 0 || N <= 1 || usable_in_place<T>(*v, Round::kNone)) return 0;
   const int64_t sample = v->numel() / N * static_cast<int64_t>(sizeof(T));
+  const int64_t own = v->numel() * static_cast<int64_t>(dtype_size(v->dtype));
   const int64_t budget =
-      std::min(kOutputChunkBytes, v->numel() * static_cast<int64_t>(dtype_size(v->dtype)));
+      own / sample >= kMinRunSamples ? std::min(kOutputChunkBytes, own) : kOutputChunkBytes;
   if (sample * N <= budget) return 0;
   int64_t runs = std::min(N, ceil_div(sample * N, budget));
   while (N % runs != 0) ++runs;  // every run plans and computes the same N (runs <= N)
