@@ -131,6 +131,8 @@ std::vector<ConvCase> Sweep() {
 
 class ConvAlgorithm : public ::testing::TestWithParam<Algo> {};
 
+constexpr int kUseFp16 = 2;  // cubeMathType USE_FP16: fp32 operands rounded to fp16
+
 TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
   const Algo& a = GetParam();
   if (CapChangesNothing()) GTEST_SKIP() << "ACLNN_CPU_MAX_ISA=avx2 on an AVX2 CPU: the default run";
@@ -170,6 +172,16 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     c.x_dtype = c.w_dtype = c.gy_dtype = ACL_BF16;  // read natively where the CPU can
     EXPECT_TRUE(acltest::CheckConvBackward(c));
     EXPECT_TRUE(acltest::CheckConvForward(c));
+    // fp16, and fp32 rounded to fp16 (cubeMathType USE_FP16): converted as the algorithms that
+    // read sources gather their blocks, by a whole-tensor copy for the others.
+    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_FLOAT16;
+    EXPECT_TRUE(acltest::CheckConvBackward(c));
+    EXPECT_TRUE(acltest::CheckConvForward(c));
+    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_FLOAT;
+    c.cube = kUseFp16;
+    EXPECT_TRUE(acltest::CheckConvBackward(c));
+    EXPECT_TRUE(acltest::CheckConvForward(c));
+    c.cube = 0;
     c.x_dtype = c.w_dtype = c.gy_dtype = ACL_DOUBLE;  // algorithms without fp64 are skipped
     EXPECT_TRUE(acltest::CheckConvBackward(c));
   }

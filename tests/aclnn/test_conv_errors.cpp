@@ -478,9 +478,12 @@ TEST(ConvBackwardErrors, TooLargeForThisImplementation) {
   b.x.storage = b.gx.storage = b.gy.storage = {int64_t{1} << 33};
   b.x.fake_far_data = b.gx.fake_far_data = b.gy.fake_far_data = true;
   ExpectError(b.Run(), kInvalid, kBwd, {"too large", "2147483647"});
-  // f16 operands of 2^45 elements would need more than 2^46 bytes of workspace.
+  // f16 operands of 2^45 elements that are not dense (channels-last strides) would need more
+  // than 2^46 bytes of workspace for their dense copies. (Dense ones are read in place: the
+  // algorithms convert f16 as they read it.)
   Bwd w;
   w.x = w.gx = {{32768, 32768, 32768}, ACL_FLOAT16, ACL_FORMAT_NCL, {}, 0, {int64_t{1} << 45}};
+  w.x.strides = {int64_t{1} << 30, 1, 32768};
   w.gy = w.x;
   w.w = w.gw = {{32768, 32768, 1}, ACL_FLOAT16};
   w.w.storage = w.gw.storage = {int64_t{1} << 30};

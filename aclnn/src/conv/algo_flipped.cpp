@@ -10,6 +10,8 @@
 // over M = Cig output rows, the col2im form's over its reduction depth Cog (32 -> 64 channels
 // measured slower flipped). On the padded grid the gather is a plain copy and the flip wins even
 // for Cig < Cog (2 threads, medians of 5: mnist2 103 -> 116, c3d 137 -> 154 GFLOP/s).
+#include <type_traits>
+
 #include "conv/algo_support.h"
 #include "conv/algorithms.h"
 
@@ -47,27 +49,48 @@ Fit plan(const Problem& p) {
   return f;
 }
 
+// Element `i` of the weights: of the T copy, or (Sources) converted as it is read.
 template <typename T>
-void flip_weights(const ConvGeometry& g, const T* w, T* wf) {
+T weight(const T* w, const Source&, int64_t i) {
+  return w[i];
+}
+inline float weight(const float* w, const Source& src, int64_t i) {
+  return w ? w[i] : src.value(i);
+}
+
+template <typename T>
+void flip_weights(const ConvGeometry& g, const T* w, const Source& src, T* wf) {
   // w' [C_in, Cog, K] per group from w [C_out, Cig, K], taps reversed.
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
   for_tasks(g.C_in, [&](int64_t ci) {
     const int64_t grp = ci / std::max<int64_t>(Cig, 1), c = ci % std::max<int64_t>(Cig, 1);
     for (int64_t o = 0; o < Cog; ++o) {
-      const T* src = w + ((grp * Cog + o) * Cig + c) * K;
+      const int64_t at = ((grp * Cog + o) * Cig + c) * K;
       T* dst = wf + (ci * Cog + o) * K;
-      for (int64_t q = 0; q < K; ++q) dst[q] = src[K - 1 - q];
+      for (int64_t q = 0; q < K; ++q) dst[q] = weight(w, src, at + K - 1 - q);
     }
   });
 }
 
 template <const Algorithm& Fwd, typename T>
 void run(const Problem& p, const Blocking& b, const Operands<T>& o) {
-  flip_weights(p.g, o.w, o.shared);
+  // fp32 runs of a forward algorithm that reads Sources: dy as stored is its x, the flipped
+  // (converted) weights fp32.
+  const bool sources = std::is_same_v<T, float> && Fwd.reads_sources;
+  const T* w = o.w;
+  if constexpr (std::is_same_v<T, float>)
+    if (sources) w = f32_data(o.wsrc);
+  flip_weights(p.g, w, o.wsrc, o.shared);
   Operands<T> f = o;
   f.x = o.y;
   f.w = o.shared;
   f.y = nullptr;
+  if (sources) {
+    f.x = f.w = nullptr;
+    f.xsrc = o.ysrc;
+    f.wsrc = Source{o.shared, SrcKind::kF32};
+    f.ysrc = Source{};
+  }
   f.shared = o.shared + flipped_elems(p.g);
   Blocking fb = b;
   fb.shared_elems -= flipped_elems(p.g);
@@ -80,13 +103,14 @@ void run(const Problem& p, const Blocking& b, const Operands<T>& o) {
 
 }  // namespace
 
+// Each reads Sources where its forward algorithm does.
 const Algorithm kFlipGridGemmData{"flip_grid_gemm",
                                   Primitive::kBackwardData,
                                   plan<kGridGemmForward, false>,
                                   run<kGridGemmForward, float>,
                                   run<kGridGemmForward, double>,
                                   /*run_bf16=*/nullptr,
-                                  /*reads_sources=*/false,
+                                  /*reads_sources=*/true,
                                   /*needs_isa=*/gemm::Isa::kAvx2};
 const Algorithm kFlipImplicitGemmData{"flip_implicit_gemm",
                                       Primitive::kBackwardData,
@@ -96,8 +120,12 @@ const Algorithm kFlipImplicitGemmData{"flip_implicit_gemm",
                                       /*run_bf16=*/nullptr,
                                       /*reads_sources=*/false,
                                       /*needs_isa=*/gemm::Isa::kAvx2};
-const Algorithm kFlipIm2colGemmData{"flip_im2col_gemm", Primitive::kBackwardData,
-                                    plan<kIm2colGemmForward, true>, run<kIm2colGemmForward, float>,
-                                    run<kIm2colGemmForward, double>};
+const Algorithm kFlipIm2colGemmData{"flip_im2col_gemm",
+                                    Primitive::kBackwardData,
+                                    plan<kIm2colGemmForward, true>,
+                                    run<kIm2colGemmForward, float>,
+                                    run<kIm2colGemmForward, double>,
+                                    /*run_bf16=*/nullptr,
+                                    /*reads_sources=*/true};
 
 }  // namespace aclnn_cpu::conv

@@ -9,6 +9,9 @@
 //   backward_weight  dw[g][:, c-block] += dy_grid (Cog x rows*Wp) * grid_col(band)^T, dy placed on
 //                    the grid (zeros in the extra columns) a chunk of rows at a time
 //
+// The inputs are read as stored (reads_sources): the bands and dy's grid rows are converted as
+// they are copied, the weights once into the shared scratch.
+//
 // Cost rules: above ~4M multiply-adds, and only where the grid's extra columns are at most 25% of
 // the work (28 x 28 with 3 x 3: 7%, gained ~25% over the walked gather; 14 x 14 with 5 x 5: 22%,
 // still ~10%).
@@ -57,7 +60,8 @@ Fit plan_forward(const Problem& p) {
   const ConvGeometry& g = p.g;
   f.b.rows = grid_rows_per_task(g, g.cout_g(), pieces_wanted(p));
   f.b.slot_elems = grid_scratch(g, g.cout_g(), g.cin_g(), f.b.rows);
-  f.b.shared_elems = g.groups * gemm::packed_a_elems(g.cout_g(), g.col_rows());
+  f.b.shared_elems =
+      round16(g.groups * gemm::packed_a_elems(g.cout_g(), g.col_rows())) + weights_f32_elems(p);
   return f;
 }
 
@@ -76,8 +80,9 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows();
   const int64_t S_in = g.in_size(), S_out = g.out_size();
   const int64_t wpack_g = gemm::packed_a_elems(Cog, rows);
+  const float* w = weights_f32(o.wsrc, g.C_out * rows, o.shared + round16(g.groups * wpack_g));
   for_tasks(g.groups, [&](int64_t grp) {
-    gemm::pack_a_once(Cog, rows, gemm::Mat{o.w + grp * Cog * rows, rows, 1},
+    gemm::pack_a_once(Cog, rows, gemm::Mat{w + grp * Cog * rows, rows, 1},
                       o.shared + grp * wpack_g);
   });
   const PaddedGrid pg = padded_grid(g);
@@ -89,7 +94,7 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
     float* block = slot_scratch(p, b, o);        // [Cog, cols]
     float* band = block + Cog * b.rows * pg.Wp;  // then the band of x
     const PaddedGrid bp =
-        pad_band(g, pg, o.x + (n * g.C_in + grp * Cig) * S_in, Cig, r0, r1 - r0, band);
+        pad_band(g, pg, o.xsrc.at((n * g.C_in + grp * Cig) * S_in), Cig, r0, r1 - r0, band);
     const GridPanels panels(GridSource{g, bp, band, 0});
     gemm::sgemm_packed(Cog, cols, rows, o.shared + grp * wpack_g, nullptr, nullptr, &panels, false,
                        block, cols, pack_scratch(p, b, o));
@@ -110,9 +115,10 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < grid.rows; r0 += b.rows) {
             const int64_t r1 = std::min(grid.rows, r0 + b.rows), cols = (r1 - r0) * grid.Wp;
-            output_to_grid(g, grid, o.y + (n * g.C_out + grp * Cog) * S_out, Cog, r0, r1, dy_grid);
-            const PaddedGrid bp = pad_band(g, grid, o.x + (n * g.C_in + grp * Cig + c0) * S_in, nc,
-                                           r0, r1 - r0, band);
+            output_to_grid(g, grid, o.ysrc.at((n * g.C_out + grp * Cog) * S_out), Cog, r0, r1,
+                           dy_grid);
+            const PaddedGrid bp = pad_band(g, grid, o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in),
+                                           nc, r0, r1 - r0, band);
             const gemm::Mat a{dy_grid, cols, 1};
             const GridPanelsT panels(GridSource{g, bp, band, 0});
             gemm::sgemm_packed(Cog, nc * K, cols, nullptr, &a, nullptr, &panels, true, dst, rows,
@@ -130,7 +136,7 @@ const Algorithm kGridGemmForward{"grid_gemm",
                                  forward,
                                  /*run_f64=*/nullptr,
                                  /*run_bf16=*/nullptr,
-                                 /*reads_sources=*/false,
+                                 /*reads_sources=*/true,
                                  /*needs_isa=*/gemm::Isa::kAvx2};
 const Algorithm kGridGemmWeight{"grid_gemm",
                                 Primitive::kBackwardWeight,
@@ -138,7 +144,7 @@ const Algorithm kGridGemmWeight{"grid_gemm",
                                 backward_weight,
                                 /*run_f64=*/nullptr,
                                 /*run_bf16=*/nullptr,
-                                /*reads_sources=*/false,
+                                /*reads_sources=*/true,
                                 /*needs_isa=*/gemm::Isa::kAvx2};
 
 }  // namespace aclnn_cpu::conv

@@ -29,6 +29,12 @@ Fit common(const Problem& p) {
   f.applies = true;
   f.preferred = p.macs() >= kOwnGemmMinMacs;
   f.reason = f.preferred ? "column panels gathered from the input" : "below 4M multiply-adds";
+  // Its panels gather fp32 only: other inputs would need whole fp32 copies (workspace beyond 2x
+  // the largest 16-bit tensor), where the chunked lowerings convert as they gather.
+  if (f.preferred && p.converts) {
+    f.preferred = false;
+    f.reason = "reads fp32 only: converting inputs take the chunked lowerings";
+  }
   f.b.pack_elems = gemm::pack_elems();
   return f;
 }

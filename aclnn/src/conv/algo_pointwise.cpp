@@ -6,10 +6,17 @@
 //   backward_weight  dw[g]    (Cog x Cig) = sum_n dy[n, g] * x[n, g]^T
 //
 // bf16 inputs (where bf16_dot_kernels()) run the same GEMMs with the AVX512_BF16 dot kernels
-// (algo_pointwise_bf16.cpp).
+// (algo_pointwise_bf16.cpp). The fp32 GEMMs read the inputs as stored (reads_sources), with no
+// whole-tensor fp32 copy. Where an input converts (fp16, bf16, rounded fp32): on our packed GEMM,
+// forward and backward_data pack w[g] (or w[g]^T) once and convert x (dy) while packing the B
+// panels (SourceRows); the weight gradient, and OpenBLAS runs, convert a chunk of columns at a
+// time into the task's scratch, the weights once into the shared scratch.
+#include <type_traits>
+
 #include "conv/algo_support.h"
 #include "conv/algorithms.h"
 #include "conv/pointwise_bf16.h"
+#include "conv/source_panels.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -37,6 +44,44 @@ Fit applies(const Problem& p) {
   return f;
 }
 
+// Converting inputs on our packed GEMM (forward, backward_data): weights packed once per group
+// (A: M x K) into the shared scratch, converted first in a slot; tasks over column ranges. Run
+// decides from the plan's blocking (the Problem it gets is not marked forced).
+bool packs_sources(const Problem& p, const Blocking& b) {
+  return p.converts && b.pack_elems > 0;
+}
+void plan_packed(const Problem& p, int64_t M, int64_t K, Blocking& b) {
+  const ConvGeometry& g = p.g;
+  b.cols = block_size(g.out_size(), pieces_wanted(p));
+  b.cblock = g.cin_g();
+  b.slot_elems = g.cout_g() * g.cin_g();
+  b.shared_elems = g.groups * gemm::packed_a_elems(M, K);
+}
+
+// out[n, g][:, cols] (M x cols) = A[g] (M x K) * src[n, g][:, cols] (K x cols), A[g] = w[g]
+// (forward: M = Cog, K = Cig, src = x) or w[g]^T (backward_data: M = Cig, K = Cog, src = dy),
+// src converted as its panels are packed.
+void packed_source_gemm(const Problem& p, const Blocking& b, const Operands<float>& o, bool data) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.out_size();
+  const int64_t M = data ? Cig : Cog, K = data ? Cog : Cig, apack = gemm::packed_a_elems(M, K);
+  for_tasks(g.groups, [&](int64_t grp) {
+    const float* w = weights_f32(o.wsrc.at(grp * Cog * Cig), Cog * Cig, slot_scratch(p, b, o));
+    const gemm::Mat a = data ? gemm::Mat{w, 1, Cig} : gemm::Mat{w, Cig, 1};
+    gemm::pack_a_once(M, K, a, o.shared + grp * apack);
+  });
+  const Source& src = data ? o.ysrc : o.xsrc;
+  const int64_t C_src = data ? g.C_out : g.C_in, C_dst = data ? g.C_in : g.C_out;
+  const int64_t chunks = ceil_div(S, b.cols);
+  for_tasks(g.N * g.groups * chunks, [&](int64_t t) {
+    const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
+    const int64_t j0 = chunk * b.cols, j1 = std::min(S, j0 + b.cols);
+    const SourceRows rows(src.at((n * C_src + grp * K) * S + j0), S);
+    gemm::sgemm_packed(M, j1 - j0, K, o.shared + grp * apack, nullptr, nullptr, &rows, false,
+                       o.out + (n * C_dst + grp * M) * S + j0, S, pack_scratch(p, b, o));
+  });
+}
+
 Fit plan_forward(const Problem& p) {
   Fit f = applies(p);
   if (p.bf16) {
@@ -44,7 +89,16 @@ Fit plan_forward(const Problem& p) {
     if (f.applies) pointwise_bf16::plan_forward(p, f.b);
     return f;
   }
-  f.b.cols = chunk_columns(0, p.g.out_size(), elem_bytes(p), pieces_wanted(p));
+  if (packs_sources(p, f.b)) {
+    plan_packed(p, p.g.cout_g(), p.g.cin_g(), f.b);
+    return f;
+  }
+  const ConvGeometry& g = p.g;
+  // Converting: x's chunk [Cig, cols] goes through the task's scratch, so it is kept L2-sized.
+  f.b.cols =
+      chunk_columns(p.converts ? g.cin_g() : 0, g.out_size(), elem_bytes(p), pieces_wanted(p));
+  if (p.converts) f.b.slot_elems = g.cin_g() * f.b.cols;
+  f.b.shared_elems = weights_f32_elems(p);
   return f;
 }
 
@@ -55,7 +109,16 @@ Fit plan_data(const Problem& p) {
     if (f.applies) pointwise_bf16::plan_data(p, f.b);
     return f;
   }
+  if (packs_sources(p, f.b)) {
+    plan_packed(p, p.g.cin_g(), p.g.cout_g(), f.b);
+    return f;
+  }
   f.b.cblock = block_size(p.g.cin_g(), pieces_wanted(p));
+  if (p.converts) {  // dy a chunk [Cog, cols] at a time
+    f.b.cols = chunk_columns(p.g.cout_g(), p.g.in_size(), elem_bytes(p), 1);
+    f.b.slot_elems = p.g.cout_g() * f.b.cols;
+  }
+  f.b.shared_elems = weights_f32_elems(p);
   return f;
 }
 
@@ -69,34 +132,98 @@ Fit plan_weight(const Problem& p) {
     return f;
   }
   plan_weight_split(p, elem_bytes(p), gemm_weight_cblock(p), f.b);
+  if (p.converts) {  // dy [Cog, cols] and x [cblock, cols] a chunk of positions at a time
+    const int64_t rows = p.g.cout_g() + f.b.cblock;
+    f.b.cols = chunk_columns(rows, p.g.in_size(), elem_bytes(p), 1);
+    f.b.slot_elems = rows * f.b.cols;
+  }
   return f;
+}
+
+// The inputs of a run: fp64 copies, or (fp32 runs) the inputs as stored.
+struct In64 {
+  const double *x, *w, *y;
+};
+struct In32 {
+  Source x, w, y;
+};
+In64 inputs(const Operands<double>& o) {
+  return {o.x, o.w, o.y};
+}
+In32 inputs(const Operands<float>& o) {
+  return {o.xsrc, o.wsrc, o.ysrc};
+}
+bool in_place(const double*) {
+  return true;
+}
+bool in_place(const Source& s) {  // by kind: an empty input's Source has no data
+  return s.kind == SrcKind::kF32;
+}
+const double* weights(const double* w, int64_t, double*) {
+  return w;
+}
+const float* weights(const Source& w, int64_t count, float* scratch) {
+  return weights_f32(w, count, scratch);
+}
+
+// Rows x columns [j0, j1) of a [*, S] matrix from element `at`: in place (fp64 copies, fp32 as
+// is; row stride S), or converted into `scratch` (row stride j1 - j0).
+template <typename T>
+struct Block {
+  const T* p;
+  int64_t ld;
+};
+Block<double> block(const double* m, int64_t at, int64_t, int64_t S, int64_t j0, int64_t, double*) {
+  return {m + at + j0, S};
+}
+Block<float> block(const Source& src, int64_t at, int64_t rows, int64_t S, int64_t j0, int64_t j1,
+                   float* scratch) {
+  if (const float* f = f32_data(src)) return {f + at + j0, S};
+  convert_block(src.at(at + j0), rows, S, j1 - j0, scratch, j1 - j0);
+  return {scratch, j1 - j0};
 }
 
 template <typename T>
 void forward(const Problem& p, const Blocking& b, const Operands<T>& o) {
+  if constexpr (std::is_same_v<T, float>)
+    if (packs_sources(p, b)) return packed_source_gemm(p, b, o, /*data=*/false);
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.out_size();
   const int64_t chunks = ceil_div(S, b.cols);
+  const auto in = inputs(o);
+  const T* w = weights(in.w, g.C_out * Cig, o.shared);
   for_tasks(g.N * g.groups * chunks, [&](int64_t t) {
     const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
     const int64_t j0 = chunk * b.cols, j1 = std::min(S, j0 + b.cols);
-    gemm(false, false, Cog, j1 - j0, Cig, o.w + grp * Cog * Cig, Cig,
-         o.x + (n * g.C_in + grp * Cig) * S + j0, S, T(0),
+    // y[n, g][:, j0..j1) = w[g] * x[n, g][:, j0..j1)   (Cog x cols)
+    const Block<T> x =
+        block(in.x, (n * g.C_in + grp * Cig) * S, Cig, S, j0, j1, slot_scratch(p, b, o));
+    gemm(false, false, Cog, j1 - j0, Cig, w + grp * Cog * Cig, Cig, x.p, x.ld, T(0),
          o.out + (n * g.C_out + grp * Cog) * S + j0, S, pack_scratch(p, b, o));
   });
 }
 
 template <typename T>
 void backward_data(const Problem& p, const Blocking& b, const Operands<T>& o) {
+  if constexpr (std::is_same_v<T, float>)
+    if (packs_sources(p, b)) return packed_source_gemm(p, b, o, /*data=*/true);
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.in_size();
   const int64_t blocks = ceil_div(Cig, b.cblock);
+  const auto in = inputs(o);
+  const T* w = weights(in.w, g.C_out * Cig, o.shared);
+  const int64_t cols = in_place(in.y) ? S : b.cols;  // converting: a chunk of dy at a time
   for_tasks(g.N * g.groups * blocks, [&](int64_t t) {
     const int64_t blk = t % blocks, ng = t / blocks, grp = ng % g.groups, n = ng / g.groups;
     const int64_t c0 = blk * b.cblock, nc = std::min(Cig, c0 + b.cblock) - c0;
-    gemm(true, false, nc, S, Cog, o.w + grp * Cog * Cig + c0, Cig,
-         o.y + (n * g.C_out + grp * Cog) * S, S, T(0), o.out + (n * g.C_in + grp * Cig + c0) * S, S,
-         pack_scratch(p, b, o));
+    for (int64_t j0 = 0; j0 < S; j0 += cols) {
+      const int64_t j1 = std::min(S, j0 + cols);
+      // dx[n, g][c-block, j0..j1) = w[g][:, c-block]^T * dy[n, g][:, j0..j1)
+      const Block<T> dy =
+          block(in.y, (n * g.C_out + grp * Cog) * S, Cog, S, j0, j1, slot_scratch(p, b, o));
+      gemm(true, false, nc, j1 - j0, Cog, w + grp * Cog * Cig + c0, Cig, dy.p, dy.ld, T(0),
+           o.out + (n * g.C_in + grp * Cig + c0) * S + j0, S, pack_scratch(p, b, o));
+    }
   });
 }
 
@@ -104,23 +231,42 @@ template <typename T>
 void backward_weight(const Problem& p, const Blocking& b, const Operands<T>& o) {
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.in_size();
-  for_weight_tasks(
-      p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, T* dst) {
-        for (int64_t n = n0; n < n1; ++n)
-          gemm(false, true, Cog, nc, S, o.y + (n * g.C_out + grp * Cog) * S, S,
-               o.x + (n * g.C_in + grp * Cig + c0) * S, S, T(1), dst, Cig, pack_scratch(p, b, o));
-      });
+  const auto in = inputs(o);
+  // converting: a chunk of positions at a time
+  const int64_t cols = in_place(in.x) && in_place(in.y) ? S : b.cols;
+  for_weight_tasks(p, b, o,
+                   [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, T* dst) {
+                     // converting: dy's chunk [Cog, cols], then x's [nc, cols]
+                     T* dy_chunk = slot_scratch(p, b, o);
+                     T* x_chunk = in_place(in.x) ? nullptr : dy_chunk + Cog * cols;
+                     for (int64_t n = n0; n < n1; ++n)
+                       for (int64_t j0 = 0; j0 < S; j0 += cols) {
+                         const int64_t j1 = std::min(S, j0 + cols);
+                         // dw[g][:, c-block] += dy[n, g][:, j0..j1) * x[n, g][c-block, j0..j1)^T
+                         const Block<T> dy =
+                             block(in.y, (n * g.C_out + grp * Cog) * S, Cog, S, j0, j1, dy_chunk);
+                         const Block<T> x =
+                             block(in.x, (n * g.C_in + grp * Cig + c0) * S, nc, S, j0, j1, x_chunk);
+                         gemm(false, true, Cog, nc, j1 - j0, dy.p, dy.ld, x.p, x.ld, T(1), dst, Cig,
+                              pack_scratch(p, b, o));
+                       }
+                   });
 }
 
 }  // namespace
 
-const Algorithm kPointwiseForward{"pointwise_gemm", Primitive::kForward, plan_forward,
-                                  forward<float>,   forward<double>,     pointwise_bf16::forward};
+// run_f32 reads the inputs as stored (reads_sources); run_f64 reads double copies.
+const Algorithm kPointwiseForward{"pointwise_gemm",      Primitive::kForward,
+                                  plan_forward,          forward<float>,
+                                  forward<double>,       pointwise_bf16::forward,
+                                  /*reads_sources=*/true};
 const Algorithm kPointwiseData{
-    "pointwise_gemm",     Primitive::kBackwardData, plan_data,
-    backward_data<float>, backward_data<double>,    pointwise_bf16::backward_data};
+    "pointwise_gemm",      Primitive::kBackwardData, plan_data,
+    backward_data<float>,  backward_data<double>,    pointwise_bf16::backward_data,
+    /*reads_sources=*/true};
 const Algorithm kPointwiseWeight{
     "pointwise_gemm",       Primitive::kBackwardWeight, plan_weight,
-    backward_weight<float>, backward_weight<double>,    pointwise_bf16::backward_weight};
+    backward_weight<float>, backward_weight<double>,    pointwise_bf16::backward_weight,
+    /*reads_sources=*/true};
 
 }  // namespace aclnn_cpu::conv

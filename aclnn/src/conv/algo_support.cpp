@@ -53,6 +53,17 @@ void init_blas_threads() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
+void convert_block(const Source& src, int64_t rows, int64_t ld_src, int64_t cols, float* dst,
+                   int64_t ld_dst) {
+  for (int64_t r = 0; r < rows; ++r) src.at(r * ld_src).convert(cols, 1, dst + r * ld_dst);
+}
+
+const float* weights_f32(const Source& w, int64_t count, float* scratch) {
+  if (const float* f = f32_data(w)) return f;
+  w.convert(count, 1, scratch);
+  return scratch;
+}
+
 int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t want) {
   if (total <= 0) return 1;
   int64_t cols = rows > 0 ? kColumnBudgetBytes / (rows * elem_bytes) : total;

@@ -47,6 +47,24 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, in
 // own pool started from inside TBB tasks would oversubscribe the cores.
 void init_blas_threads();
 
+// An input as the GEMM lowerings read it (Operands::xsrc/wsrc/ysrc): its fp32 elements when it
+// needs no conversion, else null (the caller converts the blocks it reads).
+inline const float* f32_data(const Source& s) {
+  return s.kind == SrcKind::kF32 ? static_cast<const float*>(s.data) : nullptr;
+}
+// dst[r * ld_dst + j] = element r * ld_src + j of `src` as fp32 (converted, rounded), for
+// r < rows and j < cols: a block of a row-major matrix, converted as a GEMM step reads it.
+void convert_block(const Source& src, int64_t rows, int64_t ld_src, int64_t cols, float* dst,
+                   int64_t ld_dst);
+// The weights [count] as fp32: in place, or converted into `scratch` (count floats) by the
+// calling thread.
+const float* weights_f32(const Source& w, int64_t count, float* scratch);
+// Floats of shared scratch for weights_f32 (0 when the problem converts nothing), rounded up to
+// a 64-byte multiple so what follows stays aligned.
+inline int64_t weights_f32_elems(const Problem& p) {
+  return p.converts ? ceil_div(p.g.C_out * p.g.col_rows(), 16) * 16 : 0;
+}
+
 // (sample, group) pairs, and how many pieces each should be cut into so that every thread gets
 // several tasks.
 inline int64_t pieces_wanted(const Problem& p) {

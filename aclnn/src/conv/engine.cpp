@@ -134,9 +134,10 @@ uint64_t reserve_raw(Layout& layout, bool needed, const std::optional<View5>& v)
   return layout.add(static_cast<unsigned __int128>(v->numel()) * dtype_size(v->dtype));
 }
 
-// Whether a choice reads its inputs as stored (bf16 bits or Sources) rather than as T copies.
-bool reads_raw(const Choice& c) {
-  return c.bf16 || c.algo->reads_sources;
+// Whether a choice reads its inputs as stored (bf16 bits or Sources) rather than as T copies
+// (fp64 runs read double copies: Sources are fp32 reads).
+bool reads_raw(const Plan& p, const Choice& c) {
+  return c.bf16 || (c.algo->reads_sources && !p.problem.fp64);
 }
 
 // Which inputs the chosen algorithms read as T copies (t) and as stored (raw): x, w, y.
@@ -150,7 +151,7 @@ InputUse input_use(const Plan& p) {
   InputUse u;
   for (int i = 0; i < kPrimitiveCount; ++i) {
     if (!p.choice[i]) continue;
-    for (int k = 0; k < 3; ++k) (reads_raw(*p.choice[i]) ? u.raw[k] : u.t[k]) |= kReads[i][k];
+    for (int k = 0; k < 3; ++k) (reads_raw(p, *p.choice[i]) ? u.raw[k] : u.t[k]) |= kReads[i][k];
   }
   return u;
 }
@@ -167,15 +168,22 @@ bool fuses_depthwise(const Plan& p) {
 }
 
 // Samples per run of a per-sample primitive whose output `v` is computed in the workspace: at
-// most kOutputChunkBytes of T per run (at least one sample), N split into equal runs; 0 when
-// the output is used in place (or is small).
+// most kOutputChunkBytes of T per run, and no more than the output's own bytes where that still
+// leaves runs of kMinRunSamples (a 16-bit output's fp32 runs then take at most its size, keeping
+// the workspace within twice the largest tensor; ct3d's 2 samples cut into 1-sample runs lost
+// ~10% at 2 threads), at least one sample, N split into equal runs; 0 when the output is used in
+// place (or is small).
 constexpr int64_t kOutputChunkBytes = int64_t{8} << 20;
+constexpr int64_t kMinRunSamples = 4;
 template <typename T>
 int64_t output_chunk(const std::optional<View5>& v, int64_t N) {
   if (!v || v->numel() == 0 || N <= 1 || usable_in_place<T>(*v, Round::kNone)) return 0;
   const int64_t sample = v->numel() / N * static_cast<int64_t>(sizeof(T));
-  if (sample * N <= kOutputChunkBytes) return 0;
-  int64_t runs = std::min(N, ceil_div(sample * N, kOutputChunkBytes));
+  const int64_t own = v->numel() * static_cast<int64_t>(dtype_size(v->dtype));
+  const int64_t budget =
+      own / sample >= kMinRunSamples ? std::min(kOutputChunkBytes, own) : kOutputChunkBytes;
+  if (sample * N <= budget) return 0;
+  int64_t runs = std::min(N, ceil_div(sample * N, budget));
   while (N % runs != 0) ++runs;  // every run plans and computes the same N (runs <= N)
   return N / runs;
 }
@@ -349,7 +357,7 @@ void execute(const char* api, const Plan& p, char* ws) {
       const Choice& c = *p.choice[static_cast<int>(prim)];
       Operands<T> o;
       o.x = x, o.w = w, o.y = y, o.out = out;
-      if (!reads_raw(c)) return o;
+      if (!reads_raw(p, c)) return o;
       o.x = o.w = o.y = nullptr;
       if (c.bf16) {
         o.x16 = static_cast<const uint16_t*>(x_raw), o.w16 = static_cast<const uint16_t*>(w_raw);

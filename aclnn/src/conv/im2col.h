@@ -18,6 +18,8 @@
 
 namespace aclnn_cpu::conv {
 
+struct Source;
+
 // The runs of one column-matrix row: the row of one input channel plane `xc` and one kernel tap
 // (input offsets offd, offh, offw), over `count` columns starting at output position (od, oh, ow),
 // split where an output row ends. Calls run(o, ow, seg, xrow, a, b) per run: columns o .. o+seg
@@ -96,6 +98,11 @@ template <typename T>
 void im2col(const ConvGeometry& g, const T* x, int64_t nchan, int64_t j0, int64_t j1, T* col) {
   im2col_walk<false>(g, const_cast<T*>(x), nchan, j0, j1, col);
 }
+
+// The same col from an input as stored (conv/source.h: fp16, bf16, rounded fp32, ...), each entry
+// converted as it is gathered (im2col_source.cpp), so the lowerings need no fp32 copy of x.
+void im2col(const ConvGeometry& g, const Source& x, int64_t nchan, int64_t j0, int64_t j1,
+            float* col);
 
 // x[0..nchan) += col scattered back to the entries it was gathered from.
 template <typename T>

@@ -41,7 +41,7 @@ int64_t band_rows(const ConvGeometry& g, const PaddedGrid& pg, int64_t out_rows)
   return out_rows + g.dil[0] * (g.k[0] - 1) * pg.Hp + g.dil[1] * (g.k[1] - 1) + 1;
 }
 
-PaddedGrid pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
+PaddedGrid pad_band(const ConvGeometry& g, const PaddedGrid& pg, const Source& x, int64_t planes,
                     int64_t r0, int64_t out_rows, float* band) {
   const int64_t count = band_rows(g, pg, out_rows);
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2], S_in = g.in_size();
@@ -50,7 +50,7 @@ PaddedGrid pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x,
   const int64_t w1 = clamp_i64(g.pad_before[2] + W, w0, pg.Wp);
   const int64_t first = w0 - g.pad_before[2];  // input column at grid column w0
   for (int64_t c = 0; c < planes; ++c) {
-    const float* xc = x + c * S_in;
+    const Source xc = x.at(c * S_in);
     float* dst = band + c * count * pg.Wp;
     for (int64_t i = 0; i < count; ++i, dst += pg.Wp) {
       const int64_t r = r0 + i;
@@ -60,8 +60,7 @@ PaddedGrid pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x,
         continue;
       }
       std::fill(dst, dst + w0, 0.0f);
-      std::memcpy(dst + w0, xc + (id * H + ih) * W + first,
-                  static_cast<size_t>(w1 - w0) * sizeof(float));
+      xc.at((id * H + ih) * W + first).convert(w1 - w0, 1, dst + w0);
       std::fill(dst + w1, dst + pg.Wp, 0.0f);
     }
   }
@@ -85,11 +84,11 @@ void grid_to_output(const ConvGeometry& g, const PaddedGrid& pg, const float* gr
   }
 }
 
-void output_to_grid(const ConvGeometry& g, const PaddedGrid& pg, const float* y, int64_t channels,
+void output_to_grid(const ConvGeometry& g, const PaddedGrid& pg, const Source& y, int64_t channels,
                     int64_t r0, int64_t r1, float* grid) {
   const int64_t oH = g.out[1], oW = g.out[2], S_out = g.out_size(), ld = (r1 - r0) * pg.Wp;
   for (int64_t o = 0; o < channels; ++o) {
-    const float* yo = y + o * S_out;
+    const Source yo = y.at(o * S_out);
     float* dst = grid + o * ld;
     for (int64_t r = r0; r < r1; ++r, dst += pg.Wp) {
       const int64_t od = r / pg.Hp, oh = r % pg.Hp;
@@ -97,7 +96,7 @@ void output_to_grid(const ConvGeometry& g, const PaddedGrid& pg, const float* y,
         std::fill(dst, dst + pg.Wp, 0.0f);
         continue;
       }
-      std::memcpy(dst, yo + (od * oH + oh) * oW, static_cast<size_t>(oW) * sizeof(float));
+      yo.at((od * oH + oh) * oW).convert(oW, 1, dst);
       std::fill(dst + oW, dst + pg.Wp, 0.0f);
     }
   }

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "conv/geometry.h"
+#include "conv/source.h"
 
 namespace aclnn_cpu::conv {
 
@@ -48,10 +49,11 @@ int64_t band_rows(const ConvGeometry& g, const PaddedGrid& pg, int64_t out_rows)
 
 // The band of the padded input that output grid rows [r0, r0 + out_rows) read:
 // band[c][i][Wp] = padded grid row r0 + i of channel c (each in_size() floats of x), for
-// i < band_rows(out_rows) and c < planes; rows past the grid are zero. Returns the grid as the
+// i < band_rows(out_rows) and c < planes; rows past the grid are zero. x is read as stored
+// (fp16 / bf16 / rounded fp32 converted as the rows are copied). Returns the grid as the
 // band presents it (plane = the band's channel stride): the panels read it at the same offsets
 // as the whole grid.
-PaddedGrid pad_band(const ConvGeometry& g, const PaddedGrid& pg, const float* x, int64_t planes,
+PaddedGrid pad_band(const ConvGeometry& g, const PaddedGrid& pg, const Source& x, int64_t planes,
                     int64_t r0, int64_t out_rows, float* band);
 
 // y[o, output rows of grid rows r0 .. r1) = the output columns of grid[o, (r1 - r0) * Wp], for
@@ -60,8 +62,9 @@ void grid_to_output(const ConvGeometry& g, const PaddedGrid& pg, const float* gr
                     int64_t channels, int64_t r0, int64_t r1, float* y);
 
 // The inverse placement, for the weight gradient's dy: grid[o, (r1 - r0) * Wp] = the output
-// columns of y's grid rows r0 .. r1), zero in the grid's extra columns, for o < channels.
-void output_to_grid(const ConvGeometry& g, const PaddedGrid& pg, const float* y, int64_t channels,
+// columns of y's grid rows r0 .. r1), zero in the grid's extra columns, for o < channels; y is
+// read as stored, like pad_band's x.
+void output_to_grid(const ConvGeometry& g, const PaddedGrid& pg, const Source& y, int64_t channels,
                     int64_t r0, int64_t r1, float* grid);
 
 }  // namespace aclnn_cpu::conv
