@@ -223,6 +223,29 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
 
 INSTANTIATE_TEST_SUITE_P(Conv, ConvAlgorithm, ::testing::ValuesIn(Registered()), AlgoName);
 
+// im2col_gemm's weight gradient converts a channel block of 16-bit (or USE_FP16) x once per
+// sample where that takes at most 2 MiB, and gathers straight from the source beyond: one
+// channel of 760 x 760 (2.2 MiB as fp32) takes the second way, which no sweep shape reaches.
+TEST(ConvAlgorithmPaths, Im2colWeightGathersLargePlanesFromTheSource) {
+  if (CapChangesNothing()) GTEST_SKIP() << "ACLNN_CPU_MAX_ISA=avx2 on an AVX2 CPU: the default run";
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", "im2col_gemm");
+  ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  ConvCase c =
+      Case("large_planes", MakeGeom({1, 1, 760, 760}, {3, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1), 18);
+  ::testing::internal::CaptureStderr();
+  c.x_dtype = c.w_dtype = c.gy_dtype = ACL_FLOAT16;
+  EXPECT_TRUE(acltest::CheckConvBackward(c));
+  c.x_dtype = c.w_dtype = c.gy_dtype = ACL_FLOAT;
+  c.cube = kUseFp16;
+  EXPECT_TRUE(acltest::CheckConvBackward(c));
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  size_t runs = 0;
+  for (size_t at = log.find(",backward_weight,im2col_gemm,"); at != std::string::npos;
+       at = log.find(",backward_weight,im2col_gemm,", at + 1))
+    ++runs;
+  EXPECT_GE(runs, 2u) << log.substr(0, 2000);
+}
+
 TEST(ConvAlgorithmRegistry, NamesAreListedOnceEach) {
   const std::vector<Algo> all = Registered();
   ASSERT_GE(all.size(), 2u);
