@@ -297,6 +297,28 @@ double run_primitive(const char* api, const Plan& p, Primitive prim, Operands<T>
   return ms;
 }
 
+// Phase 2 of a time-major plan (tbc_gemm.h): the operands are read in place, only the forms'
+// scratch (and gradBias, if not in place) is in the workspace. Inside the executor's arena.
+template <typename T>
+void execute_tbc(const char* api, const Plan& p, char* ws) {
+  const ConvJob& j = p.job;
+  char* scratch = p.scratch != kNotInWorkspace ? ws + p.scratch : nullptr;
+  T* bias_out = j.out_bias ? buffer<T>(j.out_bias, p.out_bias, ws) : nullptr;
+  const bool fused = bias_out && tbc_fuses_bias(j, p.tbc);  // summed by the weight tasks
+  for (int i = 0; i < kPrimitiveCount; ++i) {
+    if (!requested(j, i)) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    float* fused_out = nullptr;
+    if constexpr (std::is_same_v<T, float>) fused_out = fused ? bias_out : nullptr;
+    tbc_run(j, p.tbc, p.tbc_scratch, static_cast<Primitive>(i), p.problem.slots, scratch,
+            fused_out);
+    if (verbose()) print_exec(api, static_cast<Primitive>(i), tbc_name(p.tbc), ms_since(t0));
+  }
+  if (bias_out && !fused)
+    channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), bias_out);
+  if (bias_out && p.out_bias != kNotInWorkspace) unpack(bias_out, *j.out_bias);
+}
+
 // Phase 2. Allocates nothing: every buffer is the caller's tensor memory or the workspace.
 template <typename T>
 void execute(const char* api, const Plan& p, char* ws) {
@@ -304,26 +326,7 @@ void execute(const char* api, const Plan& p, char* ws) {
   const ConvJob& j = p.job;
   const ConvGeometry& g = j.g;
   p.arena->execute([&] {
-    if (p.tbc != TbcMode::kNone) {  // operands read in place; only scratch in the workspace
-      char* scratch = p.scratch != kNotInWorkspace ? ws + p.scratch : nullptr;
-      T* bias_out = j.out_bias ? buffer<T>(j.out_bias, p.out_bias, ws) : nullptr;
-      const bool fused = bias_out && tbc_fuses_bias(j, p.tbc);  // summed by the weight tasks
-      for (int i = 0; i < kPrimitiveCount; ++i) {
-        if (!requested(j, i)) continue;
-        const auto t0 = std::chrono::steady_clock::now();
-        float* fused_out = nullptr;
-        if constexpr (std::is_same_v<T, float>) fused_out = fused ? bias_out : nullptr;
-        tbc_run(j, p.tbc, p.tbc_scratch, static_cast<Primitive>(i), p.problem.slots, scratch,
-                fused_out);
-        if (verbose()) print_exec(api, static_cast<Primitive>(i), tbc_name(p.tbc), ms_since(t0));
-      }
-      if (j.out_bias) {
-        T* out = bias_out;
-        if (out && !fused) channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), out);
-        if (out && p.out_bias != kNotInWorkspace) unpack(out, *j.out_bias);
-      }
-      return;
-    }
+    if (p.tbc != TbcMode::kNone) return execute_tbc<T>(api, p, ws);
     // Inputs: pack (convert, gather strides, round Cube operands) where not usable in place.
     auto input = [&](const std::optional<View5>& v, uint64_t off, Round round) -> const T* {
       T* buf = buffer<T>(v, off, ws);
