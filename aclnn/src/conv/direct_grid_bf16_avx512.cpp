@@ -11,15 +11,8 @@
 
 #include "conv/direct_grid.h"
 
-// The whole file is compiled for AVX-512 (clang spells GCC's target pragma differently).
-#if defined(__clang__)
-#pragma clang attribute push(                                                     \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma"))), \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")
-#endif
+// The whole file is compiled for AVX-512 with BF16.
+#include "gemm/target_avx512bf16_begin.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
