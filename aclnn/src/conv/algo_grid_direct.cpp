@@ -156,7 +156,7 @@ Fit plan_weight(const Problem& p) {
   f.b.slot_elems = std::max(
       weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total(),
       p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
-  f.b.shared_elems = taps_elems(tg.taps);
+  f.b.shared_elems = taps_elems(tg.taps) + boxes_elems(tg.taps);
   return f;
 }
 
@@ -207,7 +207,7 @@ void band_channels_last(const TapGrid& tg, const Source& x, int64_t S_in, int64_
     }
 }
 
-// Calls f(j, rows, L) for the output positions of grid rows [r0, r1) as runs of `rows` x L
+// Calls f(j, runs) for the output positions of grid rows [r0, r1) as runs of `rows` x L
 // positions starting at block column j (a row's L output columns, rows Wp apart): about
 // kWeightCols positions per call, the grid's extra columns and the padding rows between 3d
 // output planes skipped.
@@ -222,11 +222,12 @@ void weight_runs(const TapGrid& tg, int64_t r0, int64_t r1, F&& f) {
     }
     const int64_t plane_end = r - r % tg.Hp() + tg.out[1];
     const int64_t count = std::min({per_call, r1 - r, plane_end - r});
+    const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
     if (n <= kWeightCols) {
-      f((r - r0) * Wp, count, n);
+      f((r - r0) * Wp, WeightRuns{count, n, Wp, o0, o1, 0});
     } else {  // long rows (1-d): column chunks of one row
       for (int64_t c = 0; c < n; c += kWeightCols)
-        f((r - r0) * Wp + c, 1, std::min(kWeightCols, n - c));
+        f((r - r0) * Wp + c, WeightRuns{1, std::min(kWeightCols, n - c), Wp, o0, o1, c});
     }
     r += count;
   }
@@ -243,6 +244,9 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   const GridTap* taps = load_taps(g, tg, plane, o.shared, &off);
   int64_t* eoff = const_cast<int64_t*>(off);
   for (int64_t t = 0; t < T; ++t) eoff[t] = (taps[t].phase * plane + taps[t].shift) * cb16;
+  // Each tap's positions inside the input (its products on the padding are skipped).
+  TapBox* box = reinterpret_cast<TapBox*>(o.shared + taps_elems(T));
+  for (int64_t t = 0; t < T; ++t) box[t] = tap_box(g, taps[t].q);
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, false);
@@ -258,9 +262,9 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
                              m16, row, dy_t);
             band_channels_last(tg, o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in), S_in, nc, r0,
                                r1, plane, cb16, row, band_t);
-            weight_runs(tg, r0, r1, [&](int64_t j0, int64_t rows, int64_t L) {
-              direct_grid_weight(m16, nc, T, off, band_t + j0 * cb16, cb16, dy_t + j0 * m16, m16,
-                                 rows, L, tg.Wp(), dwt);
+            weight_runs(tg, r0, r1, [&](int64_t j0, const WeightRuns& runs) {
+              direct_grid_weight(m16, nc, T, off, box, band_t + j0 * cb16, cb16, dy_t + j0 * m16,
+                                 m16, runs, dwt);
             });
           }
         }

@@ -179,8 +179,8 @@ void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, 
 // ceil(out / 2) at a pitch of Wp / 2, of the rows that hold outputs (not those between 3d
 // planes): mnist2's 14 of 18 columns. Calls take about kWeightCols columns.
 void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_t nc, int64_t T,
-                  const int64_t* off, const uint32_t* xt, int64_t cb16, const uint32_t* dy2_t,
-                  float* dwt) {
+                  const int64_t* off, const TapBox* box, const uint32_t* xt, int64_t cb16,
+                  const uint32_t* dy2_t, float* dwt) {
   const int64_t Wp = tg.Wp(), Hp = tg.Hp();
   const int64_t pitch = Wp / 2, L2 = ceil_div(tg.out[2], 2);
   const int64_t per_call = std::max<int64_t>(1, kWeightCols / 2 / L2);
@@ -189,11 +189,11 @@ void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_
       ++r;
       continue;
     }
-    int64_t e = r + 1;
-    while (e < r1 && e - r < per_call && e % Hp < tg.out[1]) ++e;
+    // A call stays within one output plane (its tap windows are per plane).
+    const int64_t e = std::min({r1, r + per_call, r - r % Hp + tg.out[1]});
     const int64_t p0 = (r - r0) * pitch;
-    direct_grid_weight_bf16(m16, nc, T, off, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16, e - r, L2,
-                            pitch, dwt);
+    direct_grid_weight_bf16(m16, nc, T, off, box, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16,
+                            WeightRuns{e - r, L2, pitch, r / Hp, r % Hp, 0}, dwt);
     r = e;
   }
 }
@@ -257,6 +257,9 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
     const int64_t parity = taps[t].shift & 1;
     eoff[t] = ((parity * P + taps[t].phase) * (plane / 2) + taps[t].shift / 2) * cb16;
   }
+  // Each tap's pairs of positions inside the input (its products on the padding are skipped).
+  TapBox* box = reinterpret_cast<TapBox*>(o.shared + taps_elems(T));
+  for (int64_t t = 0; t < T; ++t) box[t] = pair_box(tap_box(g, taps[t].q));
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, true);
@@ -274,8 +277,8 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
                      dy_grid, dy2_t);
             band_pairs(tg, o.x16 + (n * g.C_in + grp * Cig + c0) * S_in, S_in, nc, r0, r1, plane,
                        cb16, band, reinterpret_cast<uint32_t*>(band2_t));
-            weight_block(tg, r0, r1, m16, nc, T, off, reinterpret_cast<const uint32_t*>(band2_t),
-                         cb16, dy2_t, dwt);
+            weight_block(tg, r0, r1, m16, nc, T, off, box,
+                         reinterpret_cast<const uint32_t*>(band2_t), cb16, dy2_t, dwt);
           }
         }
         for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q_t] = dwt[t][c][o]

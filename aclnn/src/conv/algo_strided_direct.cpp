@@ -33,6 +33,7 @@
 #include "conv/algorithms.h"
 #include "conv/direct_grid.h"
 #include "conv/strided_direct.h"
+#include "conv/tap_grid.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -125,7 +126,7 @@ Fit plan(const Problem& p) {
   // dy_t, x_t, dwt, then 16 converted rows of a non-fp32 source (staged for the transposes).
   f.b.slot_elems = fr.dy_elems() + fr.x_elems(g.k[0]) + round16(T * fr.cb16 * fr.m16) +
                    round16(16 * std::max(g.in[2], g.out[2]));
-  f.b.shared_elems = round16(2 * T);  // the taps' x_t offsets (int64)
+  f.b.shared_elems = round16(2 * T) + round16(12 * T);  // x_t offsets (int64), tap boxes
   return f;
 }
 
@@ -200,23 +201,26 @@ void build_x_t(const ConvGeometry& g, const Frame& f, const Source& x, int64_t n
   }
 }
 
-// The kernel over output rows [0, rows) of a block: runs of about kCallPositions positions.
+// The kernel over output rows [o1, o1 + rows) of plane od (the block): runs of about
+// kCallPositions positions.
 void block_kernel(const ConvGeometry& g, const Frame& f, int64_t nc, const int64_t* off,
-                  const float* x_t, const float* dy_t, int64_t rows, float* dwt) {
+                  const TapBox* box, const float* x_t, const float* dy_t, int64_t od, int64_t o1,
+                  int64_t rows, float* dwt) {
   const int64_t n = g.out[2], T = g.k_size(), ldx = g.stride[2] * f.cb16;
   const int64_t xrow = g.stride[1] * f.Wx * f.cb16;  // x_t elements per output row
   if (n > kCallPositions) {                          // long rows: column chunks of one row
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < n; j += kCallPositions)
-        direct_grid_weight(f.m16, nc, T, off, x_t + r * xrow + j * ldx, ldx,
-                           dy_t + (r * f.pitch + j) * f.m16, f.m16, 1,
-                           std::min(kCallPositions, n - j), f.pitch, dwt);
+        direct_grid_weight(
+            f.m16, nc, T, off, box, x_t + r * xrow + j * ldx, ldx, dy_t + (r * f.pitch + j) * f.m16,
+            f.m16, WeightRuns{1, std::min(kCallPositions, n - j), f.pitch, od, o1 + r, j}, dwt);
     return;
   }
   const int64_t per_call = std::max<int64_t>(1, kCallPositions / n);
   for (int64_t r = 0; r < rows; r += per_call)
-    direct_grid_weight(f.m16, nc, T, off, x_t + r * xrow, ldx, dy_t + r * f.pitch * f.m16, f.m16,
-                       std::min(per_call, rows - r), n, f.pitch, dwt);
+    direct_grid_weight(f.m16, nc, T, off, box, x_t + r * xrow, ldx, dy_t + r * f.pitch * f.m16,
+                       f.m16, WeightRuns{std::min(per_call, rows - r), n, f.pitch, od, o1 + r, 0},
+                       dwt);
 }
 
 void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
@@ -226,6 +230,9 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   const Frame f = frame_of(g, b.cblock, b.rows);
   int64_t* off = reinterpret_cast<int64_t*>(o.shared);  // tap q -> x_t offset
   tap_offsets(g, f.Rx, f.Wx, f.cb16, off);
+  // Each tap's positions inside the input (its products on the padding are skipped).
+  TapBox* box = reinterpret_cast<TapBox*>(o.shared + round16(2 * K));
+  for (int64_t q = 0; q < K; ++q) box[q] = tap_box(g, q);
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         float* dy_t = slot_scratch(p, b, o);
@@ -241,7 +248,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
               const int64_t r = std::min(f.rows, g.out[1] - o1);
               build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
               build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
-              block_kernel(g, f, nc, off, x_t, dy_t, r, dwt);
+              block_kernel(g, f, nc, off, box, x_t, dy_t, od, o1, r, dwt);
             }
         }
         for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q] = dwt[q][c][o]

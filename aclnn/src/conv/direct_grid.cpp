@@ -15,12 +15,12 @@ void direct_grid_forward(int64_t m, int64_t n, int64_t C, int64_t T, const int64
   direct_grid_forward_avx2(m, n, C, T, off, x, plane, packed, out, ldo, c_chunk, row_len, pitch);
 }
 
-void direct_grid_weight(int64_t m16, int64_t C, int64_t T, const int64_t* off, const float* xt,
-                        int64_t ldx, const float* dyt, int64_t ldy, int64_t rows, int64_t L,
-                        int64_t pitch, float* dwt) {
+void direct_grid_weight(int64_t m16, int64_t C, int64_t T, const int64_t* off, const TapBox* box,
+                        const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
+                        const WeightRuns& runs, float* dwt) {
   if (gemm::have_avx512())
-    return direct_grid_weight_avx512(m16, C, T, off, xt, ldx, dyt, ldy, rows, L, pitch, dwt);
-  direct_grid_weight_avx2(m16, C, T, off, xt, ldx, dyt, ldy, rows, L, pitch, dwt);
+    return direct_grid_weight_avx512(m16, C, T, off, box, xt, ldx, dyt, ldy, runs, dwt);
+  direct_grid_weight_avx2(m16, C, T, off, box, xt, ldx, dyt, ldy, runs, dwt);
 }
 
 void direct_transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,

@@ -55,20 +55,58 @@ void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const 
                               const float* x, int64_t plane, const float* packed, float* out,
                               int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
 
+// Where one tap of the weight gradient reads inside its source: the output positions o with
+// lo[d] <= o[d] < hi[d] in every dim (outside them the tap reads zero padding, so their products
+// are skipped, not computed). tap_box() gives it for a weight tap of a geometry.
+struct TapBox {
+  int64_t lo[3], hi[3];
+};
+// Every position (a weight kernel call with no padding to skip).
+inline constexpr TapBox kAnyPosition{{INT64_MIN / 4, INT64_MIN / 4, INT64_MIN / 4},
+                                     {INT64_MAX / 4, INT64_MAX / 4, INT64_MAX / 4}};
+// The pairs of columns (2 p, 2 p + 1) holding a position of b (bf16 weight kernels).
+inline TapBox pair_box(TapBox b) {
+  b.lo[2] /= 2;  // b.lo[2] >= 0
+  b.hi[2] = (b.hi[2] + 1) / 2;
+  return b;
+}
+
+// The weight-kernel call's output positions: `rows` runs of L, `pitch` apart, the first at output
+// coordinates (o0, o1, o2) and a run's positions stepping o2, successive runs o1.
+struct WeightRuns {
+  int64_t rows, L, pitch, o0, o1, o2;
+};
+
 // dwt[(t * C + c) * m16 + o] += sum_j xt[off[t] + j * ldx + c] * dyt[j * ldy + o] for o < m16
 // (a multiple of 16: dyt is zero past the real output channels), c < C, t < T, over the positions
-// j = r * pitch + k, r < rows, k < L (runs of output columns, the grid's extra columns skipped).
-// xt is the band in channels-last form (position-major, ldx >= C), dyt the output gradient
-// likewise (ldy >= m16); dyt and dwt are 64-byte aligned, ldy a multiple of 16.
-void direct_grid_weight(int64_t m16, int64_t C, int64_t T, const int64_t* off, const float* xt,
-                        int64_t ldx, const float* dyt, int64_t ldy, int64_t rows, int64_t L,
-                        int64_t pitch, float* dwt);
+// j = r * pitch + k (r < rows, k < L) of `runs` that lie in box[t]: runs of output columns, the
+// grid's extra columns and every tap's padding skipped. xt is the band in channels-last form
+// (position-major, ldx >= C), dyt the output gradient likewise (ldy >= m16); dyt and dwt are
+// 64-byte aligned, ldy a multiple of 16.
+void direct_grid_weight(int64_t m16, int64_t C, int64_t T, const int64_t* off, const TapBox* box,
+                        const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
+                        const WeightRuns& runs, float* dwt);
 void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                               const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
-                               int64_t rows, int64_t L, int64_t pitch, float* dwt);
-void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off, const float* xt,
-                             int64_t ldx, const float* dyt, int64_t ldy, int64_t rows, int64_t L,
-                             int64_t pitch, float* dwt);
+                               const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
+                               int64_t ldy, const WeightRuns& runs, float* dwt);
+void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                             const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
+                             int64_t ldy, const WeightRuns& runs, float* dwt);
+
+// The part of `runs` tap box b reads: `rows` runs of L positions from position `start` of the
+// call (rows or L zero: none).
+struct RunWindow {
+  int64_t start, rows, L;
+};
+inline RunWindow run_window(const WeightRuns& runs, const TapBox& b) {
+  if (runs.o0 < b.lo[0] || runs.o0 >= b.hi[0]) return RunWindow{0, 0, 0};
+  const int64_t r0 = b.lo[1] > runs.o1 ? b.lo[1] - runs.o1 : 0;
+  const int64_t r1 = b.hi[1] - runs.o1 < runs.rows ? b.hi[1] - runs.o1 : runs.rows;
+  const int64_t c0 = b.lo[2] > runs.o2 ? b.lo[2] - runs.o2 : 0;
+  const int64_t c1 = b.hi[2] - runs.o2 < runs.L ? b.hi[2] - runs.o2 : runs.L;
+  if (r1 <= r0 || c1 <= c0) return RunWindow{0, 0, 0};
+  return RunWindow{r0 * runs.pitch + c0, r1 - r0, c1 - c0};
+}
 
 // dst[c * ld_dst + r] = src[r * ld_src + c] for c < cols and r < width (a multiple of 16), zero
 // for r >= rows: rows of src become columns of dst. dst and ld_dst 64-byte aligned.
@@ -83,14 +121,14 @@ void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64
 // kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of
 // input channels (2 c2, 2 c2 + 1) as 32-bit units (C2 = ceil(C / 2) pairs; off and plane in
 // units; row_len and pitch as direct_grid_forward's). Weight: xt and dyt hold pairs of positions (2
-// p, 2 p + 1) as units, channels-last (ldx, ldy in units), over `rows` runs of L2 position pairs,
-// `pitch` pairs apart.
+// p, 2 p + 1) as units, channels-last (ldx, ldy in units), over `runs` of pairs (L, pitch and o2
+// count pairs; box[t]'s dim 2 in pairs too: pair_box()).
 void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
                               const uint32_t* x2, int64_t plane, const uint32_t* packed, float* out,
                               int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
-                             int64_t rows, int64_t L2, int64_t pitch, float* dwt);
+                             const TapBox* box, const uint32_t* xt, int64_t ldx,
+                             const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt);
 // The weight kernel with x read in place: dwt[c][o] += sum_{p < L2} dyt[p][o] . x[c * ldc + p]
 // for c < C, o < m16, each unit of x the pair of positions (2 p, 2 p + 1) of channel c's row
 // (pointwise: no band, no transpose of x). dyt and dwt 64-byte aligned, ldy a multiple of 16.

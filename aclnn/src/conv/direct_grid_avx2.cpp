@@ -227,9 +227,9 @@ void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const 
     }
 }
 
-void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off, const float* xt,
-                             int64_t ldx, const float* dyt, int64_t ldy, int64_t rows, int64_t L,
-                             int64_t pitch, float* dwt) {
+void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                             const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
+                             int64_t ldy, const WeightRuns& runs, float* dwt) {
   for (int64_t o0 = 0; o0 < m16;) {
     const bool wide = o0 + 32 <= m16;
     const int64_t width = wide ? 3 : 6;
@@ -238,9 +238,12 @@ void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* o
     for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
       const int rc = static_cast<int>(base + (i < extra));
       const WeightTile tile = wide ? kWeight32[rc] : kWeight16[rc];
-      for (int64_t t = 0; t < T; ++t)
-        tile(xt + off[t] + c0, ldx, dyt + o0, ldy, rows, L, pitch, dwt + (t * C + c0) * m16 + o0,
-             m16);
+      for (int64_t t = 0; t < T; ++t) {
+        const RunWindow w = run_window(runs, box[t]);
+        if (w.rows == 0) continue;  // the tap reads only padding here
+        tile(xt + off[t] + w.start * ldx + c0, ldx, dyt + w.start * ldy + o0, ldy, w.rows, w.L,
+             runs.pitch, dwt + (t * C + c0) * m16 + o0, m16);
+      }
       c0 += rc;
     }
     o0 += wide ? 32 : 16;

@@ -187,8 +187,8 @@ void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, cons
 }
 
 void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                               const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
-                               int64_t rows, int64_t L, int64_t pitch, float* dwt) {
+                               const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
+                               int64_t ldy, const WeightRuns& runs, float* dwt) {
   // Channel tiles of nearly equal size (32 = 11 + 11 + 10, not 12 + 12 + 8): a narrow tile feeds
   // each dy load to fewer FMAs.
   const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
@@ -197,10 +197,12 @@ void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t*
     for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
       const int rc = static_cast<int>(base + (i < wide));
       for (int64_t t = 0; t < T; ++t) {
-        const float* x = xt + off[t] + c0;
+        const RunWindow w = run_window(runs, box[t]);
+        if (w.rows == 0) continue;  // the tap reads only padding here
+        const float* x = xt + off[t] + w.start * ldx + c0;
         float* d = dwt + (t * C + c0) * m16 + o0;
-        (two ? kWeightTiles<2>[rc] : kWeightTiles<1>[rc])(x, ldx, dyt + o0, ldy, rows, L, pitch, d,
-                                                          m16);
+        (two ? kWeightTiles<2>[rc] : kWeightTiles<1>[rc])(x, ldx, dyt + w.start * ldy + o0, ldy,
+                                                          w.rows, w.L, runs.pitch, d, m16);
       }
       c0 += rc;
     }

@@ -202,20 +202,23 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
 }
 
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const uint32_t* xt, int64_t ldx, const uint32_t* dyt, int64_t ldy,
-                             int64_t rows, int64_t L2, int64_t pitch, float* dwt) {
+                             const TapBox* box, const uint32_t* xt, int64_t ldx,
+                             const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt) {
   const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
   for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
     const bool two = o0 + 32 <= m16;
     for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
       const int rc = static_cast<int>(base + (i < wide));
       for (int64_t t = 0; t < T; ++t) {
-        const uint32_t* x = xt + off[t] + c0;
+        const RunWindow w = run_window(runs, box[t]);
+        if (w.rows == 0) continue;  // the tap reads only padding here
+        const uint32_t* x = xt + off[t] + w.start * ldx + c0;
+        const uint32_t* dy = dyt + w.start * ldy + o0;
         float* d = dwt + (t * C + c0) * m16 + o0;
         if (two) {
-          kWeightTiles<2, true, kWC>[rc](x, ldx, dyt + o0, ldy, rows, L2, pitch, d, m16);
+          kWeightTiles<2, true, kWC>[rc](x, ldx, dy, ldy, w.rows, w.L, runs.pitch, d, m16);
         } else {
-          kWeightTiles<1, true, kWC>[rc](x, ldx, dyt + o0, ldy, rows, L2, pitch, d, m16);
+          kWeightTiles<1, true, kWC>[rc](x, ldx, dy, ldy, w.rows, w.L, runs.pitch, d, m16);
         }
       }
       c0 += rc;

@@ -74,6 +74,11 @@ inline int64_t taps_elems(int64_t taps) {
   return round16(10 * taps);
 }
 
+// Shared scratch of the weight gradient's tap boxes (TapBox: 6 int64 each), after the taps.
+inline int64_t boxes_elems(int64_t taps) {
+  return round16(12 * taps);
+}
+
 // The taps of `tg` and their offsets into a band of phase stride `plane`, written to `at`.
 inline const GridTap* load_taps(const ConvGeometry& g, const TapGrid& tg, int64_t plane, float* at,
                                 const int64_t** off) {

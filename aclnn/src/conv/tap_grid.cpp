@@ -144,6 +144,18 @@ void grid_taps(const ConvGeometry& g, const TapGrid& tg, GridTap* taps) {
   }
 }
 
+TapBox tap_box(const ConvGeometry& g, int64_t q) {
+  const int64_t k[3] = {q / (g.k[1] * g.k[2]), q / g.k[2] % g.k[1], q % g.k[2]};
+  TapBox b;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t e = tap_offset(g, d, k[d]);
+    // s*o + e >= 0  <=>  o >= ceil(-e / s);  s*o + e < in  <=>  o <= floor((in - 1 - e) / s).
+    b.lo[d] = std::clamp<int64_t>(-floor_div(e, g.stride[d]), 0, g.out[d]);
+    b.hi[d] = std::clamp<int64_t>(floor_div(g.in[d] - 1 - e, g.stride[d]) + 1, b.lo[d], g.out[d]);
+  }
+  return b;
+}
+
 namespace {
 
 // How build_band_row copies source runs: converting a Source to fp32, or copying 16-bit bits.

@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 
+#include "conv/direct_grid.h"
 #include "conv/geometry.h"
 #include "conv/source.h"
 
@@ -74,6 +75,10 @@ std::array<int64_t, 3> data_phase(const ConvGeometry& g, int64_t i);
 
 // Writes the tap grid's taps in weight-tap order (q ascending) to taps[0 .. tg.taps).
 void grid_taps(const ConvGeometry& g, const TapGrid& tg, GridTap* taps);
+
+// The output positions where weight tap q (kernel index (k0 * k1 + k1) * k2 + k2 order) of g
+// reads inside the input: s*o + k*dil - pad_before in [0, in) per dim.
+TapBox tap_box(const ConvGeometry& g, int64_t q);
 
 // band[c][phase][i * Wp + col] for c < channels, every phase, i < band_rows(rows): phase plane
 // rows r0 + i of source channel c (element c * src_cstride on), zero outside the source. `plane` is

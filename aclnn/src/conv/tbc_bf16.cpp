@@ -229,9 +229,9 @@ void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base
           }
         for (int64_t k = k0; k < k1; ++k) {
           const int64_t d = (k - k0) * B, par = d % 2;
-          direct_grid_weight_bf16(m16, Ci, 1, kZeroOffset,
-                                  x2 + (par * span_pairs() + (d - par) / 2) * Ci, Ci, dy2, m16, 1,
-                                  P, P, dwt + k * Ci * m16);
+          direct_grid_weight_bf16(m16, Ci, 1, kZeroOffset, &kAnyPosition,
+                                  x2 + (par * span_pairs() + (d - par) / 2) * Ci, Ci, dy2, m16,
+                                  WeightRuns{1, P, P, 0, 0, 0}, dwt + k * Ci * m16);
         }
       }
     }
