@@ -12,7 +12,9 @@
 //   backward_weight  task (batch range, group, channel block), per sample and block of grid rows:
 //                    dy placed on the grid and transposed to channels-last [cols, Cog16], the
 //                    band's phase planes likewise [phase][positions, cb16]; dwt [T, cb, Cog16] +=
-//                    the direct weight kernel; at the end dw block = dwt transposed back.
+//                    the direct weight kernel, each tap over its positions inside x only
+//                    (tap_box); at the end dw block = dwt transposed back. fp32 x on AVX-512 is
+//                    not copied at all: the kernel broadcasts it from the source where it lies.
 //
 // Cost rules: above ~4M multiply-adds (the scratch then pays off), at most 25% of the grid's
 // columns dropped, at most 64 phase planes.
@@ -156,7 +158,7 @@ Fit plan_weight(const Problem& p) {
   f.b.slot_elems = std::max(
       weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total(),
       p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
-  f.b.shared_elems = taps_elems(tg.taps) + boxes_elems(tg.taps);
+  f.b.shared_elems = taps_elems(tg.taps) + boxes_elems(tg.taps) + round16(2 * tg.taps);
   return f;
 }
 
@@ -247,6 +249,17 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   // Each tap's positions inside the input (its products on the padding are skipped).
   TapBox* box = reinterpret_cast<TapBox*>(o.shared + taps_elems(T));
   for (int64_t t = 0; t < T; ++t) box[t] = tap_box(g, taps[t].q);
+  // fp32 x on AVX-512 is read where it lies: each tap's offset from the source position of its
+  // run's first output (inside the box every read is inside x, so no padded band is built).
+  const bool in_place = p.avx512() && o.xsrc.kind == SrcKind::kF32;
+  int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + taps_elems(T) + boxes_elems(T));
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t q = taps[t].q, k[3] = {q / (g.k[1] * g.k[2]), q / g.k[2] % g.k[1], q % g.k[2]};
+    int64_t e[3];
+    for (int d = 0; d < 3; ++d) e[d] = k[d] * g.dil[d] - g.pad_before[d];
+    xoff[t] = (e[0] * g.in[1] + e[1]) * g.in[2] + e[2];
+  }
+  const InPlaceX xl{S_in, g.stride[2], g.stride[1] * g.in[2]};
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, false);
@@ -260,8 +273,19 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
             dy_channels_last(tg, o.ysrc.at((n * g.C_out + grp * Cog) * S_out), S_out, Cog, r0, r1,
                              m16, row, dy_t);
-            band_channels_last(tg, o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in), S_in, nc, r0,
-                               r1, plane, cb16, row, band_t);
+            const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
+            if (in_place) {
+              const float* xs = static_cast<const float*>(x.data);
+              weight_runs(tg, r0, r1, [&](int64_t j0, const WeightRuns& runs) {
+                const int64_t at =
+                    ((g.stride[0] * runs.o0) * g.in[1] + g.stride[1] * runs.o1) * g.in[2] +
+                    g.stride[2] * runs.o2;
+                direct_weight_in_place_avx512(m16, nc, T, xoff, box, xs + at, xl, dy_t + j0 * m16,
+                                              m16, runs, dwt);
+              });
+              continue;
+            }
+            band_channels_last(tg, x, S_in, nc, r0, r1, plane, cb16, row, band_t);
             weight_runs(tg, r0, r1, [&](int64_t j0, const WeightRuns& runs) {
               direct_grid_weight(m16, nc, T, off, box, band_t + j0 * cb16, cb16, dy_t + j0 * m16,
                                  m16, runs, dwt);

@@ -93,6 +93,17 @@ void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* o
                              const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
                              int64_t ldy, const WeightRuns& runs, float* dwt);
 
+// The weight kernel with x read where it lies (AVX-512 only): no band, no channels-last copy.
+// Position j of run r of tap t reads channel c of x at x[xoff[t] + r * pitch + j * step +
+// c * ldc]; every position of box[t] must be inside x (the others are never read).
+struct InPlaceX {
+  int64_t ldc, step, pitch;
+};
+void direct_weight_in_place_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* xoff,
+                                   const TapBox* box, const float* x, const InPlaceX& xl,
+                                   const float* dyt, int64_t ldy, const WeightRuns& runs,
+                                   float* dwt);
+
 // The part of `runs` tap box b reads: `rows` runs of L positions from position `start` of the
 // call (rows or L zero: none).
 struct RunWindow {
