@@ -14,6 +14,8 @@
 //                    x_t [kd][row][col][cb16] (the rows read, zero-padded, channels-last); then
 //                    dwt [K, nc, m16] += direct_grid.h's weight kernel on runs of about
 //                    kCallPositions positions; at the end the dw block = dwt transposed back.
+//                    fp32 x on AVX-512 is read where it lies instead (no x_t): each tap's runs
+//                    are clipped to its positions inside x (tap_box), so no padding is read.
 //                    The kernel steps x by ldx per output column and pitch * ldx per output row:
 //                    with ldx = s2 * cb16 and pitch = s1 * Wx / s2 (Wx a multiple of s2) that is s2
 //                    input columns and s1 input rows; dy_t rows are `pitch` positions apart to
@@ -126,7 +128,8 @@ Fit plan(const Problem& p) {
   // dy_t, x_t, dwt, then 16 converted rows of a non-fp32 source (staged for the transposes).
   f.b.slot_elems = fr.dy_elems() + fr.x_elems(g.k[0]) + round16(T * fr.cb16 * fr.m16) +
                    round16(16 * std::max(g.in[2], g.out[2]));
-  f.b.shared_elems = round16(2 * T) + round16(12 * T);  // x_t offsets (int64), tap boxes
+  // x_t offsets (int64), tap boxes, in-place x offsets (int64)
+  f.b.shared_elems = round16(2 * T) + round16(12 * T) + round16(2 * T);
   return f;
 }
 
@@ -201,26 +204,21 @@ void build_x_t(const ConvGeometry& g, const Frame& f, const Source& x, int64_t n
   }
 }
 
-// The kernel over output rows [o1, o1 + rows) of plane od (the block): runs of about
-// kCallPositions positions.
-void block_kernel(const ConvGeometry& g, const Frame& f, int64_t nc, const int64_t* off,
-                  const TapBox* box, const float* x_t, const float* dy_t, int64_t od, int64_t o1,
-                  int64_t rows, float* dwt) {
-  const int64_t n = g.out[2], T = g.k_size(), ldx = g.stride[2] * f.cb16;
-  const int64_t xrow = g.stride[1] * f.Wx * f.cb16;  // x_t elements per output row
-  if (n > kCallPositions) {                          // long rows: column chunks of one row
+// Calls call(r, j, runs) for output rows [o1, o1 + rows) of plane od (the block) as runs of about
+// kCallPositions positions, the first at block row r, column j.
+template <typename Call>
+void for_block_runs(const ConvGeometry& g, const Frame& f, int64_t od, int64_t o1, int64_t rows,
+                    Call&& call) {
+  const int64_t n = g.out[2];
+  if (n > kCallPositions) {  // long rows: column chunks of one row
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < n; j += kCallPositions)
-        direct_grid_weight(
-            f.m16, nc, T, off, box, x_t + r * xrow + j * ldx, ldx, dy_t + (r * f.pitch + j) * f.m16,
-            f.m16, WeightRuns{1, std::min(kCallPositions, n - j), f.pitch, od, o1 + r, j}, dwt);
+        call(r, j, WeightRuns{1, std::min(kCallPositions, n - j), f.pitch, od, o1 + r, j});
     return;
   }
   const int64_t per_call = std::max<int64_t>(1, kCallPositions / n);
   for (int64_t r = 0; r < rows; r += per_call)
-    direct_grid_weight(f.m16, nc, T, off, box, x_t + r * xrow, ldx, dy_t + r * f.pitch * f.m16,
-                       f.m16, WeightRuns{std::min(per_call, rows - r), n, f.pitch, od, o1 + r, 0},
-                       dwt);
+    call(r, 0, WeightRuns{std::min(per_call, rows - r), n, f.pitch, od, o1 + r, 0});
 }
 
 void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
@@ -233,6 +231,18 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   // Each tap's positions inside the input (its products on the padding are skipped).
   TapBox* box = reinterpret_cast<TapBox*>(o.shared + round16(2 * K));
   for (int64_t q = 0; q < K; ++q) box[q] = tap_box(g, q);
+  // fp32 x on AVX-512 is read where it lies (as grid_direct's weight gradient): each tap's
+  // offset from the source position of its run's first output; no x_t is built.
+  const bool in_place = p.avx512() && o.xsrc.kind == SrcKind::kF32;
+  int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + round16(2 * K) + round16(12 * K));
+  for (int64_t q = 0; q < K; ++q) {
+    const int64_t k[3] = {q / (g.k[1] * g.k[2]), q / g.k[2] % g.k[1], q % g.k[2]};
+    int64_t e[3];
+    for (int d = 0; d < 3; ++d) e[d] = k[d] * g.dil[d] - g.pad_before[d];
+    xoff[q] = (e[0] * g.in[1] + e[1]) * g.in[2] + e[2];
+  }
+  const InPlaceX xl{S_in, g.stride[2], g.stride[1] * g.in[2]};
+  const int64_t ldx = g.stride[2] * f.cb16, xrow = g.stride[1] * f.Wx * f.cb16;
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         float* dy_t = slot_scratch(p, b, o);
@@ -247,8 +257,22 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
               const int64_t r = std::min(f.rows, g.out[1] - o1);
               build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
+              if (in_place) {
+                const float* xs = static_cast<const float*>(x.data);
+                for_block_runs(g, f, od, o1, r, [&](int64_t i, int64_t j, const WeightRuns& runs) {
+                  const int64_t at =
+                      (g.stride[0] * od * g.in[1] + g.stride[1] * (o1 + i)) * g.in[2] +
+                      g.stride[2] * j;
+                  direct_weight_in_place_avx512(f.m16, nc, K, xoff, box, xs + at, xl,
+                                                dy_t + (i * f.pitch + j) * f.m16, f.m16, runs, dwt);
+                });
+                continue;
+              }
               build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
-              block_kernel(g, f, nc, off, box, x_t, dy_t, od, o1, r, dwt);
+              for_block_runs(g, f, od, o1, r, [&](int64_t i, int64_t j, const WeightRuns& runs) {
+                direct_grid_weight(f.m16, nc, K, off, box, x_t + i * xrow + j * ldx, ldx,
+                                   dy_t + (i * f.pitch + j) * f.m16, f.m16, runs, dwt);
+              });
             }
         }
         for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q] = dwt[q][c][o]
