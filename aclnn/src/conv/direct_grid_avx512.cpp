@@ -98,64 +98,29 @@ ForwardTile forward_tile_for(int rows, int64_t cols) {
   return kTiles<1, true>[rows];
 }
 
-// acc[v][i] = dwt[t][c0 + i][o0 + 16 v ..] += sum_j xt[(j + off) * ldx + c0 + i] * dyt[j][o0 + 16
+// acc[v][i] = dwt[t][c0 + i][o0 + 16 v ..] += sum_j x[channel i at position j] * dyt[j][o0 + 16
 // v]: OV vectors of output channels x RC input channels, one tap. Per position: OV vector loads of
 // dy and RC broadcasts of x for OV * RC FMAs; the accumulators stay in registers over the
 // positions (no reduction across lanes: the lanes are output channels). The positions are `rows`
-// runs of L, `pitch` apart (the output columns of grid rows, skipping the grid's extra columns).
-template <int OV, int RC>
-void weight_tile(const float* xt, int64_t ldx, const float* dyt, int64_t ldy, int64_t rows,
-                 int64_t L, int64_t pitch, float* dwt, int64_t ldw) {
+// runs of L, a run's positions xstep apart in x (ldy in dy), runs xpitch apart in x (dpitch
+// positions in dy). Channel i of x is at x + i * ldc: kUnitC, a channels-last band (ldc = 1);
+// otherwise x where it lies, the RC channel rows read as RC streams.
+template <int OV, int RC, bool kUnitC>
+void weight_tile(const float* x, int64_t ldc, int64_t xstep, int64_t xpitch, const float* dyt,
+                 int64_t ldy, int64_t dpitch, int64_t rows, int64_t L, float* dwt, int64_t ldw) {
+  if (kUnitC) ldc = 1;
   __m512 acc[OV][RC];
 #pragma GCC unroll 16
   for (int v = 0; v < OV; ++v)
 #pragma GCC unroll 16
     for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
   for (int64_t r = 0; r < rows; ++r) {
-    const float* x = xt + r * pitch * ldx;
-    const float* d = dyt + r * pitch * ldy;
-    for (int64_t j = 0; j < L; ++j, x += ldx, d += ldy) {
-      __m512 dv[OV];
-#pragma GCC unroll 16
-      for (int v = 0; v < OV; ++v) dv[v] = _mm512_load_ps(d + 16 * v);
-#pragma GCC unroll 16
-      for (int i = 0; i < RC; ++i) {
-        const __m512 b = _mm512_set1_ps(x[i]);
-#pragma GCC unroll 16
-        for (int v = 0; v < OV; ++v) acc[v][i] = _mm512_fmadd_ps(dv[v], b, acc[v][i]);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int v = 0; v < OV; ++v)
-#pragma GCC unroll 16
-    for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
-}
-
-using WeightTile = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, int64_t,
-                            float*, int64_t);
-
-// weight_tile with x read where it lies (NCHW, no band): channel i of the tile at x + i * ldc,
-// a run's positions xstep apart, runs xpitch apart (dy: ldy per position, dpitch positions per
-// run). The RC channel rows are read as RC streams; every address is inside the source (the
-// caller clips each tap's runs to its box).
-template <int OV, int RC>
-void weight_tile_in_place(const float* x, int64_t ldc, int64_t xstep, int64_t xpitch,
-                          const float* dyt, int64_t ldy, int64_t dpitch, int64_t rows, int64_t L,
-                          float* dwt, int64_t ldw) {
-  __m512 acc[OV][RC];
-#pragma GCC unroll 16
-  for (int v = 0; v < OV; ++v)
-#pragma GCC unroll 16
-    for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * xpitch;
+    const float* xj = x + r * xpitch;
     const float* d = dyt + r * dpitch * ldy;
-    for (int64_t j = 0; j < L; ++j, d += ldy) {
+    for (int64_t j = 0; j < L; ++j, xj += xstep, d += ldy) {
       __m512 dv[OV];
 #pragma GCC unroll 16
       for (int v = 0; v < OV; ++v) dv[v] = _mm512_load_ps(d + 16 * v);
-      const float* xj = xr + j * xstep;
 #pragma GCC unroll 16
       for (int i = 0; i < RC; ++i) {
         const __m512 b = _mm512_set1_ps(xj[i * ldc]);
@@ -170,38 +135,50 @@ void weight_tile_in_place(const float* x, int64_t ldc, int64_t xstep, int64_t xp
     for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
 }
 
-using InPlaceTile = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t,
-                             int64_t, int64_t, int64_t, float*, int64_t);
+using WeightTile = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
+                            int64_t, int64_t, float*, int64_t);
 
-template <int OV>
-constexpr InPlaceTile kInPlaceTiles[kWC + 1] = {nullptr,
-                                                weight_tile_in_place<OV, 1>,
-                                                weight_tile_in_place<OV, 2>,
-                                                weight_tile_in_place<OV, 3>,
-                                                weight_tile_in_place<OV, 4>,
-                                                weight_tile_in_place<OV, 5>,
-                                                weight_tile_in_place<OV, 6>,
-                                                weight_tile_in_place<OV, 7>,
-                                                weight_tile_in_place<OV, 8>,
-                                                weight_tile_in_place<OV, 9>,
-                                                weight_tile_in_place<OV, 10>,
-                                                weight_tile_in_place<OV, 11>,
-                                                weight_tile_in_place<OV, 12>};
-
-template <int OV>
+template <int OV, bool kUnitC>
 constexpr WeightTile kWeightTiles[kWC + 1] = {nullptr,
-                                              weight_tile<OV, 1>,
-                                              weight_tile<OV, 2>,
-                                              weight_tile<OV, 3>,
-                                              weight_tile<OV, 4>,
-                                              weight_tile<OV, 5>,
-                                              weight_tile<OV, 6>,
-                                              weight_tile<OV, 7>,
-                                              weight_tile<OV, 8>,
-                                              weight_tile<OV, 9>,
-                                              weight_tile<OV, 10>,
-                                              weight_tile<OV, 11>,
-                                              weight_tile<OV, 12>};
+                                              weight_tile<OV, 1, kUnitC>,
+                                              weight_tile<OV, 2, kUnitC>,
+                                              weight_tile<OV, 3, kUnitC>,
+                                              weight_tile<OV, 4, kUnitC>,
+                                              weight_tile<OV, 5, kUnitC>,
+                                              weight_tile<OV, 6, kUnitC>,
+                                              weight_tile<OV, 7, kUnitC>,
+                                              weight_tile<OV, 8, kUnitC>,
+                                              weight_tile<OV, 9, kUnitC>,
+                                              weight_tile<OV, 10, kUnitC>,
+                                              weight_tile<OV, 11, kUnitC>,
+                                              weight_tile<OV, 12, kUnitC>};
+
+// The weight kernel's calls: output channel blocks of 32 (or 16) x channel tiles x taps, each tap
+// over its window of the runs.
+template <bool kUnitC>
+void weight_calls(int64_t m16, int64_t C, int64_t T, const int64_t* xoff, const TapBox* box,
+                  const float* x, const InPlaceX& xl, const float* dyt, int64_t ldy,
+                  const WeightRuns& runs, float* dwt) {
+  // Channel tiles of nearly equal size (32 = 11 + 11 + 10, not 12 + 12 + 8): a narrow tile feeds
+  // each dy load to fewer FMAs.
+  const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
+  for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
+    const bool two = o0 + 32 <= m16;
+    for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
+      const int rc = static_cast<int>(base + (i < wide));
+      const WeightTile tile = two ? kWeightTiles<2, kUnitC>[rc] : kWeightTiles<1, kUnitC>[rc];
+      for (int64_t t = 0; t < T; ++t) {
+        const RunWindow w = run_window(runs, box[t]);
+        if (w.rows == 0) continue;  // the tap reads only padding here
+        const int64_t r = w.start / runs.pitch, j = w.start % runs.pitch;
+        tile(x + xoff[t] + r * xl.pitch + j * xl.step + c0 * xl.ldc, xl.ldc, xl.step, xl.pitch,
+             dyt + w.start * ldy + o0, ldy, runs.pitch, w.rows, w.L, dwt + (t * C + c0) * m16 + o0,
+             m16);
+      }
+      c0 += rc;
+    }
+  }
+}
 
 }  // namespace
 
@@ -242,47 +219,15 @@ void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, cons
 void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                                const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
                                int64_t ldy, const WeightRuns& runs, float* dwt) {
-  // Channel tiles of nearly equal size (32 = 11 + 11 + 10, not 12 + 12 + 8): a narrow tile feeds
-  // each dy load to fewer FMAs.
-  const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
-  for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
-    const bool two = o0 + 32 <= m16;
-    for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
-      const int rc = static_cast<int>(base + (i < wide));
-      for (int64_t t = 0; t < T; ++t) {
-        const RunWindow w = run_window(runs, box[t]);
-        if (w.rows == 0) continue;  // the tap reads only padding here
-        const float* x = xt + off[t] + w.start * ldx + c0;
-        float* d = dwt + (t * C + c0) * m16 + o0;
-        (two ? kWeightTiles<2>[rc] : kWeightTiles<1>[rc])(x, ldx, dyt + w.start * ldy + o0, ldy,
-                                                          w.rows, w.L, runs.pitch, d, m16);
-      }
-      c0 += rc;
-    }
-  }
+  weight_calls<true>(m16, C, T, off, box, xt, InPlaceX{1, ldx, runs.pitch * ldx}, dyt, ldy, runs,
+                     dwt);
 }
 
 void direct_weight_in_place_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* xoff,
                                    const TapBox* box, const float* x, const InPlaceX& xl,
                                    const float* dyt, int64_t ldy, const WeightRuns& runs,
                                    float* dwt) {
-  const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
-  for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
-    const bool two = o0 + 32 <= m16;
-    for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
-      const int rc = static_cast<int>(base + (i < wide));
-      for (int64_t t = 0; t < T; ++t) {
-        const RunWindow w = run_window(runs, box[t]);
-        if (w.rows == 0) continue;  // the tap reads only padding here
-        const int64_t r = w.start / runs.pitch, j = w.start % runs.pitch;
-        const float* xt = x + xoff[t] + r * xl.pitch + j * xl.step + c0 * xl.ldc;
-        (two ? kInPlaceTiles<2>[rc] : kInPlaceTiles<1>[rc])(
-            xt, xl.ldc, xl.step, xl.pitch, dyt + w.start * ldy + o0, ldy, runs.pitch, w.rows, w.L,
-            dwt + (t * C + c0) * m16 + o0, m16);
-      }
-      c0 += rc;
-    }
-  }
+  weight_calls<false>(m16, C, T, xoff, box, x, xl, dyt, ldy, runs, dwt);
 }
 
 void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
