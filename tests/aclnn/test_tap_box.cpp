@@ -25,32 +25,31 @@ ConvGeometry line(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64
 }
 
 TEST(TapBox, HandComputedLines) {
-  // 14 wide, 5 taps, pad 2 (MNIST's second layer): tap 0 reads column o - 2, inside from o = 2;
-  // tap 4 reads o + 2, inside up to o = 11.
-  const ConvGeometry same = line(14, 5, 1, 1, 2, 2);
-  ASSERT_EQ(same.out[2], 14);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(same, 0).lo[2], 2);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(same, 0).hi[2], 14);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(same, 2).lo[2], 0);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(same, 2).hi[2], 14);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(same, 4).lo[2], 0);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(same, 4).hi[2], 12);
-  // 28 wide, 3 taps, stride 2, pad 1 -> 14: tap 0 reads 2 o - 1, inside from o = 1; tap 2 reads
-  // 2 o + 1 <= 27 for every o < 14.
-  const ConvGeometry strided = line(28, 3, 2, 1, 1, 1);
-  ASSERT_EQ(strided.out[2], 14);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(strided, 0).lo[2], 1);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(strided, 0).hi[2], 14);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(strided, 2).lo[2], 0);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(strided, 2).hi[2], 14);
-  // A tap that reads only padding: 2 wide, 5 taps, pad 4 -> 6 outputs; tap 0 reads o - 4 >= 0
-  // from o = 4 to 5, tap 4 reads o < 2.
-  const ConvGeometry wide_pad = line(2, 5, 1, 1, 4, 4);
-  ASSERT_EQ(wide_pad.out[2], 6);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(wide_pad, 0).lo[2], 4);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(wide_pad, 0).hi[2], 6);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(wide_pad, 4).lo[2], 0);
-  EXPECT_EQ(aclnn_cpu::conv::tap_box(wide_pad, 4).hi[2], 2);
+  struct Case {
+    ConvGeometry g;
+    int64_t out, tap, lo, hi;
+  };
+  const Case cases[] = {
+      // 14 wide, 5 taps, pad 2 (MNIST's second layer): tap 0 reads column o - 2, inside from
+      // o = 2; tap 4 reads o + 2, inside up to o = 11.
+      {line(14, 5, 1, 1, 2, 2), 14, 0, 2, 14},
+      {line(14, 5, 1, 1, 2, 2), 14, 2, 0, 14},
+      {line(14, 5, 1, 1, 2, 2), 14, 4, 0, 12},
+      // 28 wide, 3 taps, stride 2, pad 1 -> 14: tap 0 reads 2 o - 1, inside from o = 1; tap 2
+      // reads 2 o + 1 <= 27 for every o < 14.
+      {line(28, 3, 2, 1, 1, 1), 14, 0, 1, 14},
+      {line(28, 3, 2, 1, 1, 1), 14, 2, 0, 14},
+      // 2 wide, 5 taps, pad 4 -> 6 outputs: tap 0 reads o - 4, inside for o = 4, 5; tap 4 reads
+      // o, inside for o < 2.
+      {line(2, 5, 1, 1, 4, 4), 6, 0, 4, 6},
+      {line(2, 5, 1, 1, 4, 4), 6, 4, 0, 2},
+  };
+  for (const Case& c : cases) {
+    ASSERT_EQ(c.g.out[2], c.out);
+    const TapBox b = aclnn_cpu::conv::tap_box(c.g, c.tap);
+    EXPECT_EQ(b.lo[2], c.lo) << "in " << c.g.in[2] << " tap " << c.tap;
+    EXPECT_EQ(b.hi[2], c.hi) << "in " << c.g.in[2] << " tap " << c.tap;
+  }
 }
 
 TEST(TapBox, EveryTapOfRandomGeometriesIsExact) {
