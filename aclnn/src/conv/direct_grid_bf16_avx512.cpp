@@ -16,6 +16,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "conv/bf16_dot_avx512.h"
 #include "conv/direct_grid_forward_avx512.h"
 #include "gemm/avx512_util.h"
 
@@ -28,10 +29,6 @@ constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 o
 
 inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
-}
-
-inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
-  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
 }
 
 // acc[o][v] = sum_{c2, t} w2[o][c2][t] . x2[c2 * plane + off[t] + 16 v + lane]: each unit of x2
@@ -99,7 +96,7 @@ constexpr ForwardTile kTiles[kOB + 1] = {nullptr,
 constexpr const ForwardTile* kTileSets[kPV + 1] = {kTiles<kPV, false>, kTiles<1, true>,
                                                    kTiles<2, true>, kTiles<3, true>};
 
-// acc[v][i] = dwt[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x(p, i): each unit of dyt is the
+// acc[i][v] = dwt[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x(p, i): each unit of dyt is the
 // pair of positions (2p, 2p + 1) of one output channel, each unit of x the same two positions of
 // one input channel. kChannelsLast: x(p, i) = x[p * ld + i] (grid_direct's band, transposed);
 // else x(p, i) = x[i * ld + p] (pointwise: each input channel's row read in place). The pairs p
@@ -108,31 +105,24 @@ constexpr const ForwardTile* kTileSets[kPV + 1] = {kTiles<kPV, false>, kTiles<1,
 template <int OV, int RC, bool kChannelsLast>
 void weight_tile(const uint32_t* x, int64_t ld, const uint32_t* dyt, int64_t ldy, int64_t rows,
                  int64_t L2, int64_t pitch, float* dwt, int64_t ldw) {
-  __m512 acc[OV][RC];
+  __m512 acc[RC][OV];
 #pragma GCC unroll 16
-  for (int v = 0; v < OV; ++v)
+  for (int i = 0; i < RC; ++i)
 #pragma GCC unroll 16
-    for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
+    for (int v = 0; v < OV; ++v) acc[i][v] = _mm512_load_ps(dwt + i * ldw + 16 * v);
   for (int64_t r = 0; r < rows; ++r) {
     const uint32_t* xr = x + r * pitch * (kChannelsLast ? ld : 1);
     const uint32_t* dr = dyt + r * pitch * ldy;
     for (int64_t p = 0; p < L2; ++p, dr += ldy) {
-      __m512i d[OV];
-#pragma GCC unroll 16
-      for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dr + 16 * v);
-#pragma GCC unroll 16
-      for (int i = 0; i < RC; ++i) {
-        const uint32_t unit = kChannelsLast ? xr[p * ld + i] : xr[i * ld + p];
-        const __m512i bv = _mm512_set1_epi32(static_cast<int>(unit));
-#pragma GCC unroll 16
-        for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], bv);
-      }
+      dot2_outer<RC, OV>(acc, dr, [&](int i) {
+        return static_cast<int>(kChannelsLast ? xr[p * ld + i] : xr[i * ld + p]);
+      });
     }
   }
 #pragma GCC unroll 16
-  for (int v = 0; v < OV; ++v)
+  for (int i = 0; i < RC; ++i)
 #pragma GCC unroll 16
-    for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
+    for (int v = 0; v < OV; ++v) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[i][v]);
 }
 
 using WeightTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, int64_t,
