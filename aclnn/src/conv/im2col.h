@@ -91,6 +91,7 @@ void im2col_walk(const ConvGeometry& g, T* x, int64_t nchan, int64_t j0, int64_t
                       int64_t offw) {
     if constexpr (kScatter) {
       if (xrow)
+#pragma GCC unroll 4
         for (int64_t q = a; q < b; ++q) xrow[q * sw + offw] += dst[q - ow];
     } else if (!xrow) {
       std::fill(dst, dst + seg, T(0));
@@ -101,6 +102,7 @@ void im2col_walk(const ConvGeometry& g, T* x, int64_t nchan, int64_t j0, int64_t
         T* d = dst + (a - ow);
         for (int64_t i = 0; i < b - a; ++i) d[i] = src[i];
       } else {
+#pragma GCC unroll 4
         for (int64_t q = a; q < b; ++q) dst[q - ow] = xrow[q * sw + offw];
       }
       for (int64_t q = b; q < ow + seg; ++q) dst[q - ow] = T(0);
