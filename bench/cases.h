@@ -1,5 +1,7 @@
 // The convolution-backward benchmark problems of the performance issue, shared by the Google
-// Benchmark suite (conv_bench.cpp) and listed again in compare_pytorch.py (keep them in sync).
+// Benchmark suites (conv_bench.cpp, onednn_conv_bench.cpp) and the workspace test
+// (tests/aclnn/test_conv_workspace.cpp), and listed again in compare_pytorch.py (keep them in
+// sync).
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_convolution_backward.h"
+#include "cases.h"  // bench/cases.h: the benchmark problems
 #include "support/acl_test_util.h"
 #include "support/conv_case.h"
 
@@ -30,6 +32,27 @@ struct Problem {
 
 void PrintTo(const Problem& p, std::ostream* os) {
   *os << p.name;
+}
+
+// The benchmark's aclnnConvolutionBackward problems (bench/cases.cpp; its tbc problem goes through
+// another API), each with its batch divided by `batch_div` (at least 1 sample): the per-thread
+// scratch does not depend on the batch, so a smaller one only makes the bound harder.
+std::vector<Problem> BenchProblems(int64_t batch_div) {
+  std::vector<Problem> out;
+  for (const aclbench::Case& c : aclbench::cases()) {
+    if (c.tbc) continue;
+    Problem p{c.name, c.x, c.w, c.stride, c.pad, c.dil, c.out_pad, c.groups, c.transposed};
+    p.x[0] = std::max<int64_t>(1, p.x[0] / batch_div);
+    out.push_back(p);
+  }
+  return out;
+}
+
+// The benchmark problem `name`, batch divided by `batch_div`.
+Problem BenchProblem(const std::string& name, int64_t batch_div) {
+  for (const Problem& p : BenchProblems(batch_div))
+    if (p.name == name) return p;
+  throw std::invalid_argument("no benchmark problem " + name + " in bench/cases.cpp");
 }
 
 Shape OutShape(const Problem& p) {
@@ -94,78 +117,21 @@ TEST_P(Workspace16, UseFp16AtMostTwiceTheLargestTensor) {
   ExpectWithinBound(GetParam(), ACL_FLOAT, /*cube=*/2);
 }
 
-// The benchmark problems (bench/cases.cpp) that run through the GEMM paths, with the batch cut
-// where that keeps the same per-sample shapes (the per-thread scratch does not depend on it, so
-// the bound only gets harder).
-INSTANTIATE_TEST_SUITE_P(
-    Bench, Workspace,
-    ::testing::Values(
-        Problem{"resnet3x3", {8, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}},
-        Problem{"stride2", {8, 128, 28, 28}, {256, 128, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}},
-        Problem{"first7x7", {4, 3, 224, 224}, {64, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, {0, 0}},
-        Problem{"grouped", {8, 128, 28, 28}, {128, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 8},
-        Problem{"dilated", {4, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {2, 2}, {2, 2}, {0, 0}},
-        Problem{"mnist2", {64, 32, 14, 14}, {64, 32, 5, 5}, {1, 1}, {2, 2}, {1, 1}, {0, 0}},
-        Problem{"audio", {4, 64, 4096}, {128, 64, 9}, {1}, {4}, {1}, {0}},
-        Problem{"c3d",
-                {1, 32, 16, 56, 56},
-                {64, 32, 3, 3, 3},
-                {1, 1, 1},
-                {1, 1, 1},
-                {1, 1, 1},
-                {0, 0, 0}},
-        Problem{"ct2d", {16, 64, 16, 16}, {64, 32, 4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true},
-        Problem{"ct3d",
-                {2, 32, 8, 28, 28},
-                {32, 16, 3, 3, 3},
-                {2, 2, 2},
-                {1, 1, 1},
-                {1, 1, 1},
-                {1, 1, 1},
-                1,
-                true}),
-    [](const ::testing::TestParamInfo<Problem>& info) { return info.param.name; });
+std::string ProblemName(const ::testing::TestParamInfo<Problem>& info) {
+  return info.param.name;
+}
 
-INSTANTIATE_TEST_SUITE_P(
-    Bench, Workspace16,
-    ::testing::Values(
-        Problem{"resnet3x3", {32, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}},
-        Problem{"resnet1x1", {32, 256, 56, 56}, {64, 256, 1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}},
-        Problem{"stride2", {32, 128, 28, 28}, {256, 128, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}},
-        Problem{"first7x7", {16, 3, 224, 224}, {64, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, {0, 0}},
-        Problem{
-            "depthwise", {32, 128, 56, 56}, {128, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 128},
-        Problem{"grouped", {32, 128, 28, 28}, {128, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 8},
-        Problem{"dilated", {16, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {2, 2}, {2, 2}, {0, 0}},
-        Problem{"mnist1", {64, 1, 28, 28}, {32, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, {0, 0}},
-        Problem{"mnist2", {64, 32, 14, 14}, {64, 32, 5, 5}, {1, 1}, {2, 2}, {1, 1}, {0, 0}},
-        Problem{"audio", {16, 64, 4096}, {128, 64, 9}, {1}, {4}, {1}, {0}},
-        Problem{"c3d",
-                {4, 32, 16, 56, 56},
-                {64, 32, 3, 3, 3},
-                {1, 1, 1},
-                {1, 1, 1},
-                {1, 1, 1},
-                {0, 0, 0}},
-        Problem{"ct2d", {16, 64, 16, 16}, {64, 32, 4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, true},
-        Problem{"ct3d",
-                {2, 32, 8, 28, 28},
-                {32, 16, 3, 3, 3},
-                {2, 2, 2},
-                {1, 1, 1},
-                {1, 1, 1},
-                {1, 1, 1},
-                1,
-                true}),
-    [](const ::testing::TestParamInfo<Problem>& info) { return info.param.name; });
+// fp32: the benchmark problems with a quarter of their batch.
+INSTANTIATE_TEST_SUITE_P(Bench, Workspace, ::testing::ValuesIn(BenchProblems(4)), ProblemName);
+
+// 16-bit: the benchmark problems as they are, batch included.
+INSTANTIATE_TEST_SUITE_P(Bench, Workspace16, ::testing::ValuesIn(BenchProblems(1)), ProblemName);
 
 // bf16: the fp32 gradients are computed a few samples at a time (and converted into the bf16
 // outputs), never whole; depthwise converts its inputs a plane at a time. The bound is on the
 // bf16 tensors' bytes, half the fp32 ones.
 TEST(WorkspaceBf16, DepthwiseAtMostTwiceTheLargestTensor) {
-  ExpectWithinBound(
-      Problem{"depthwise", {8, 128, 56, 56}, {128, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 128},
-      ACL_BF16);
+  ExpectWithinBound(BenchProblem("c2d_depthwise", 4), ACL_BF16);
 }
 
 // Whether bf16 convolutions run the AVX512_BF16 dot kernels here (direct_grid.h's
@@ -180,9 +146,7 @@ bool Bf16Dot() {
 
 TEST(WorkspaceBf16, PointwiseAtMostTwiceTheLargestTensor) {
   if (!Bf16Dot()) GTEST_SKIP() << "bf16 is converted to fp32 here (no bf16 dot kernels)";
-  ExpectWithinBound(
-      Problem{"resnet1x1", {8, 256, 56, 56}, {64, 256, 1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}},
-      ACL_BF16);
+  ExpectWithinBound(BenchProblem("c2d_resnet1x1", 4), ACL_BF16);
 }
 
 // The chunked runs compute the right values: outputs of another dtype larger than the 8 MiB

@@ -17,6 +17,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "conv/direct_grid_forward_avx512.h"
 #include "gemm/avx512_util.h"
 
 namespace aclnn_cpu::conv {
@@ -24,7 +25,6 @@ namespace {
 
 constexpr int kOB = static_cast<int>(kDirectOcBlock);  // forward: output channels per tile
 constexpr int kPV = 3;                                 // forward: 16-column vectors per tile
-constexpr int64_t kTileCols = 16 * kPV;
 constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 output channels)
 
 inline int64_t min64(int64_t a, int64_t b) {
@@ -91,12 +91,10 @@ constexpr ForwardTile kTiles[kOB + 1] = {nullptr,
                                          forward_tile<7, PV, kTail>,
                                          forward_tile<8, PV, kTail>};
 
-ForwardTile forward_tile_for(int rows, int64_t cols) {
-  if (cols >= kTileCols) return kTiles<kPV, false>[rows];
-  if (cols > 32) return kTiles<3, true>[rows];
-  if (cols > 16) return kTiles<2, true>[rows];
-  return kTiles<1, true>[rows];
-}
+// The tile sets of direct_grid_forward_avx512.h's driver: [0] the full tiles, [v] those of v
+// masked vectors.
+constexpr const ForwardTile* kTileSets[kPV + 1] = {kTiles<kPV, false>, kTiles<1, true>,
+                                                   kTiles<2, true>, kTiles<3, true>};
 
 // acc[v][i] = dwt[t][c0 + i][o0 + 16 v ..] += sum_j x[channel i at position j] * dyt[j][o0 + 16
 // v]: OV vectors of output channels x RC input channels, one tap. Per position: OV vector loads of
@@ -185,35 +183,8 @@ void weight_calls(int64_t m16, int64_t C, int64_t T, const int64_t* xoff, const 
 void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                                 const float* x, int64_t plane, const float* packed, float* out,
                                 int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
-  // Flat: tiles of 48 consecutive columns. Rows (row_len <= 16): tiles of 3 rows of `pitch`
-  // columns, one masked vector per row, so a row's columns past row_len cost nothing.
-  const bool by_rows = row_len > 0;
-  const int64_t step = by_rows ? kPV * pitch : kTileCols;
-  for (int64_t j0 = 0; j0 < n; j0 += step) {
-    __mmask16 mask[kPV];
-    ForwardTile tiles[kOB + 1];
-    if (by_rows) {
-      const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(row_len);
-      for (int r = 1; r <= kOB; ++r)
-        tiles[r] = rows == 3   ? kTiles<3, true>[r]
-                   : rows == 2 ? kTiles<2, true>[r]
-                               : kTiles<1, true>[r];
-    } else {
-      const int64_t cols = min64(kTileCols, n - j0);
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
-      for (int r = 1; r <= kOB; ++r) tiles[r] = forward_tile_for(r, cols);
-    }
-    // Channels in chunks whose band window stays in L1 while every output block reads it.
-    for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
-      const int64_t cc = min64(c_chunk, C - c0);
-      for (int64_t o0 = 0; o0 < m; o0 += kOB) {
-        const int rows = static_cast<int>(min64(kOB, m - o0));
-        tiles[rows](cc, T, off, x + c0 * plane + j0, plane, packed + (o0 * C + c0 * kOB) * T,
-                    out + o0 * ldo + j0, ldo, mask, c0 > 0, by_rows ? pitch : 16);
-      }
-    }
-  }
+  grid_forward<kOB, kPV>(kTileSets, m, n, C, T, off, x, plane, packed, out, ldo, c_chunk, row_len,
+                         pitch);
 }
 
 void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,

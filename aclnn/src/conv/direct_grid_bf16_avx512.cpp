@@ -16,6 +16,8 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "conv/bf16_dot_avx512.h"
+#include "conv/direct_grid_forward_avx512.h"
 #include "gemm/avx512_util.h"
 
 namespace aclnn_cpu::conv {
@@ -23,15 +25,10 @@ namespace {
 
 constexpr int kOB = static_cast<int>(kDirectOcBlock);  // forward: output channels per tile
 constexpr int kPV = 3;                                 // forward: 16-column vectors per tile
-constexpr int64_t kTileCols = 16 * kPV;
 constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 output channels)
 
 inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
-}
-
-inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
-  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
 }
 
 // acc[o][v] = sum_{c2, t} w2[o][c2][t] . x2[c2 * plane + off[t] + 16 v + lane]: each unit of x2
@@ -94,14 +91,12 @@ constexpr ForwardTile kTiles[kOB + 1] = {nullptr,
                                          forward_tile<7, PV, kTail>,
                                          forward_tile<8, PV, kTail>};
 
-ForwardTile forward_tile_for(int rows, int64_t cols) {
-  if (cols >= kTileCols) return kTiles<kPV, false>[rows];
-  if (cols > 32) return kTiles<3, true>[rows];
-  if (cols > 16) return kTiles<2, true>[rows];
-  return kTiles<1, true>[rows];
-}
+// The tile sets of direct_grid_forward_avx512.h's driver: [0] the full tiles, [v] those of v
+// masked vectors.
+constexpr const ForwardTile* kTileSets[kPV + 1] = {kTiles<kPV, false>, kTiles<1, true>,
+                                                   kTiles<2, true>, kTiles<3, true>};
 
-// acc[v][i] = dwt[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x(p, i): each unit of dyt is the
+// acc[i][v] = dwt[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x(p, i): each unit of dyt is the
 // pair of positions (2p, 2p + 1) of one output channel, each unit of x the same two positions of
 // one input channel. kChannelsLast: x(p, i) = x[p * ld + i] (grid_direct's band, transposed);
 // else x(p, i) = x[i * ld + p] (pointwise: each input channel's row read in place). The pairs p
@@ -110,31 +105,24 @@ ForwardTile forward_tile_for(int rows, int64_t cols) {
 template <int OV, int RC, bool kChannelsLast>
 void weight_tile(const uint32_t* x, int64_t ld, const uint32_t* dyt, int64_t ldy, int64_t rows,
                  int64_t L2, int64_t pitch, float* dwt, int64_t ldw) {
-  __m512 acc[OV][RC];
+  __m512 acc[RC][OV];
 #pragma GCC unroll 16
-  for (int v = 0; v < OV; ++v)
+  for (int i = 0; i < RC; ++i)
 #pragma GCC unroll 16
-    for (int i = 0; i < RC; ++i) acc[v][i] = _mm512_load_ps(dwt + i * ldw + 16 * v);
+    for (int v = 0; v < OV; ++v) acc[i][v] = _mm512_load_ps(dwt + i * ldw + 16 * v);
   for (int64_t r = 0; r < rows; ++r) {
     const uint32_t* xr = x + r * pitch * (kChannelsLast ? ld : 1);
     const uint32_t* dr = dyt + r * pitch * ldy;
     for (int64_t p = 0; p < L2; ++p, dr += ldy) {
-      __m512i d[OV];
-#pragma GCC unroll 16
-      for (int v = 0; v < OV; ++v) d[v] = _mm512_load_si512(dr + 16 * v);
-#pragma GCC unroll 16
-      for (int i = 0; i < RC; ++i) {
-        const uint32_t unit = kChannelsLast ? xr[p * ld + i] : xr[i * ld + p];
-        const __m512i bv = _mm512_set1_epi32(static_cast<int>(unit));
-#pragma GCC unroll 16
-        for (int v = 0; v < OV; ++v) acc[v][i] = dot2(acc[v][i], d[v], bv);
-      }
+      dot2_outer<RC, OV>(acc, dr, [&](int i) {
+        return static_cast<int>(kChannelsLast ? xr[p * ld + i] : xr[i * ld + p]);
+      });
     }
   }
 #pragma GCC unroll 16
-  for (int v = 0; v < OV; ++v)
+  for (int i = 0; i < RC; ++i)
 #pragma GCC unroll 16
-    for (int i = 0; i < RC; ++i) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[v][i]);
+    for (int v = 0; v < OV; ++v) _mm512_store_ps(dwt + i * ldw + 16 * v, acc[i][v]);
 }
 
 using WeightTile = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, int64_t, int64_t,
@@ -171,34 +159,8 @@ void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t 
 void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
                               const uint32_t* x, int64_t plane, const uint32_t* packed, float* out,
                               int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
-  // Flat: tiles of 48 consecutive columns. Rows (row_len <= 16): tiles of 3 rows of `pitch`
-  // columns, one masked vector per row, so a row's columns past row_len cost nothing.
-  const bool by_rows = row_len > 0;
-  const int64_t step = by_rows ? kPV * pitch : kTileCols;
-  for (int64_t j0 = 0; j0 < n; j0 += step) {
-    __mmask16 mask[kPV];
-    ForwardTile tiles[kOB + 1];
-    if (by_rows) {
-      const int64_t rows = min64(kPV, (n - j0 + pitch - 1) / pitch);
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(row_len);
-      for (int r = 1; r <= kOB; ++r)
-        tiles[r] = rows == 3   ? kTiles<3, true>[r]
-                   : rows == 2 ? kTiles<2, true>[r]
-                               : kTiles<1, true>[r];
-    } else {
-      const int64_t cols = min64(kTileCols, n - j0);
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
-      for (int r = 1; r <= kOB; ++r) tiles[r] = forward_tile_for(r, cols);
-    }
-    for (int64_t c0 = 0; c0 < C2; c0 += c_chunk) {
-      const int64_t cc = min64(c_chunk, C2 - c0);
-      for (int64_t o0 = 0; o0 < m; o0 += kOB) {
-        const int rows = static_cast<int>(min64(kOB, m - o0));
-        tiles[rows](cc, T, off, x + c0 * plane + j0, plane, packed + (o0 * C2 + c0 * kOB) * T,
-                    out + o0 * ldo + j0, ldo, mask, c0 > 0, by_rows ? pitch : 16);
-      }
-    }
-  }
+  grid_forward<kOB, kPV>(kTileSets, m, n, C2, T, off, x, plane, packed, out, ldo, c_chunk, row_len,
+                         pitch);
 }
 
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,

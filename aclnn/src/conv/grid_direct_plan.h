@@ -127,30 +127,41 @@ inline int64_t pass_shared_elems(const TapGrid& tg, int64_t m, int64_t C, int64_
   return taps_elems(tg.taps) + groups * direct_packed_w_elems(m, C, tg.taps);
 }
 
+// A pass of m output channels from C source channels a group: src [N, groups * C, src_plane],
+// dst [N, groups * m, dst_plane], w with m * C * K elements a group, `so` apart between output
+// channels and `si` between source channels.
+template <typename Src>
+Pass<Src> grouped_pass(const Problem& p, const Blocking& b, const TapGrid& tg, int64_t m, int64_t C,
+                       Src src, int64_t src_plane, float* dst, int64_t dst_plane, Src w, int64_t so,
+                       int64_t si) {
+  const int64_t G = p.g.groups, K = p.g.k_size();
+  return Pass<Src>{.g = p.g,
+                   .tg = tg,
+                   .m = m,
+                   .C = C,
+                   .rows = b.rows,
+                   .cchunk = b.cblock,
+                   .src = src,
+                   .src_sample = G * C * src_plane,
+                   .src_group = C * src_plane,
+                   .src_cstride = src_plane,
+                   .dst = dst,
+                   .dst_sample = G * m * dst_plane,
+                   .dst_group = m * dst_plane,
+                   .dst_cstride = dst_plane,
+                   .w = w,
+                   .wg = m * C * K,
+                   .so = so,
+                   .si = si};
+}
+
 // The forward's pass: y [N, C_out, S_out] from x [N, C_in, S_in] and w [C_out, Cig, K].
 template <typename Src>
 Pass<Src> forward_pass(const Problem& p, const Blocking& b, const TapGrid& tg, Src x, Src w,
                        float* y) {
   const ConvGeometry& g = p.g;
-  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
-  return Pass<Src>{g,
-                   tg,
-                   Cog,
-                   Cig,
-                   b.rows,
-                   b.cblock,
-                   x,
-                   g.C_in * g.in_size(),
-                   Cig * g.in_size(),
-                   g.in_size(),
-                   y,
-                   g.C_out * g.out_size(),
-                   Cog * g.out_size(),
-                   g.out_size(),
-                   w,
-                   Cog * Cig * K,
-                   Cig * K,
-                   K};
+  const int64_t Cig = g.cin_g(), K = g.k_size();
+  return grouped_pass(p, b, tg, g.cout_g(), Cig, x, g.in_size(), y, g.out_size(), w, Cig * K, K);
 }
 
 // The data gradient's pass over the phase grid tg of dx (tap_grid.h):
@@ -159,25 +170,8 @@ template <typename Src>
 Pass<Src> data_pass(const Problem& p, const Blocking& b, const TapGrid& tg, Src dy, Src w,
                     float* dx) {
   const ConvGeometry& g = p.g;
-  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size();
-  return Pass<Src>{g,
-                   tg,
-                   Cig,
-                   Cog,
-                   b.rows,
-                   b.cblock,
-                   dy,
-                   g.C_out * g.out_size(),
-                   Cog * g.out_size(),
-                   g.out_size(),
-                   dx,
-                   g.C_in * g.in_size(),
-                   Cig * g.in_size(),
-                   g.in_size(),
-                   w,
-                   Cog * Cig * K,
-                   K,
-                   Cig * K};
+  const int64_t Cig = g.cin_g(), K = g.k_size();
+  return grouped_pass(p, b, tg, Cig, g.cout_g(), dy, g.out_size(), dx, g.in_size(), w, K, Cig * K);
 }
 
 // Zeroes the dx positions of a phase no tap reaches.

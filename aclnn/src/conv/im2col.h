@@ -53,13 +53,20 @@ void for_each_row_run(const ConvGeometry& g, T* xc, int64_t offd, int64_t offh, 
   }
 }
 
-template <bool kScatter, typename T>
-void im2col_walk(const ConvGeometry& g, T* x, int64_t nchan, int64_t j0, int64_t j1, T* col) {
+// The tap walk every im2col form shares (im2col / col2im here, the Source gather of
+// im2col_source.cpp): for each row of col [nchan*K, j1-j0], i.e. each channel c < nchan of x
+// (channel stride in_size()) and tap (kd, kh, kw), the runs of for_each_row_run over its columns,
+// each handed to entries(dst, ow, seg, xrow, a, b, offw): dst[q - ow] is the col entry of output
+// column q (ow <= q < ow + seg); those in [a, b) stand for xrow[q * stride_w + offw], the others
+// (and all of them when xrow is null) for padding. Only how an entry is read or written differs.
+template <typename X, typename C, typename Entries>
+void for_each_col_run(const ConvGeometry& g, X* x, int64_t nchan, int64_t j0, int64_t j1, C* col,
+                      Entries&& entries) {
   const int64_t cols = j1 - j0;
   if (cols <= 0) return;
-  const int64_t oH = g.out[1], oW = g.out[2], S_in = g.in_size(), sw = g.stride[2];
+  const int64_t oH = g.out[1], oW = g.out[2], S_in = g.in_size();
   const int64_t od0 = j0 / (oH * oW), oh0 = (j0 / oW) % oH, ow0 = j0 % oW;
-  T* crow = col;
+  C* crow = col;  // row (c, kd, kh, kw) of col
   for (int64_t c = 0; c < nchan; ++c) {
     for (int64_t kd = 0; kd < g.k[0]; ++kd) {
       const int64_t offd = kd * g.dil[0] - g.pad_before[0];
@@ -67,30 +74,41 @@ void im2col_walk(const ConvGeometry& g, T* x, int64_t nchan, int64_t j0, int64_t
         const int64_t offh = kh * g.dil[1] - g.pad_before[1];
         for (int64_t kw = 0; kw < g.k[2]; ++kw, crow += cols) {
           const int64_t offw = kw * g.dil[2] - g.pad_before[2];
-          auto run = [&](int64_t o, int64_t ow, int64_t seg, T* xrow, int64_t a, int64_t b) {
-            T* dst = crow + o;  // dst[q - ow] is the entry of output column q
-            if constexpr (kScatter) {
-              if (xrow)
-                for (int64_t q = a; q < b; ++q) xrow[q * sw + offw] += dst[q - ow];
-            } else if (!xrow) {
-              std::fill(dst, dst + seg, T(0));
-            } else {
-              for (int64_t q = ow; q < a; ++q) dst[q - ow] = T(0);
-              if (sw == 1) {
-                const T* src = xrow + (a + offw);
-                T* d = dst + (a - ow);
-                for (int64_t i = 0; i < b - a; ++i) d[i] = src[i];
-              } else {
-                for (int64_t q = a; q < b; ++q) dst[q - ow] = xrow[q * sw + offw];
-              }
-              for (int64_t q = b; q < ow + seg; ++q) dst[q - ow] = T(0);
-            }
+          auto run = [&](int64_t o, int64_t ow, int64_t seg, X* xrow, int64_t a, int64_t b) {
+            entries(crow + o, ow, seg, xrow, a, b, offw);
           };
           for_each_row_run(g, x + c * S_in, offd, offh, offw, od0, oh0, ow0, cols, run);
         }
       }
     }
   }
+}
+
+template <bool kScatter, typename T>
+void im2col_walk(const ConvGeometry& g, T* x, int64_t nchan, int64_t j0, int64_t j1, T* col) {
+  const int64_t sw = g.stride[2];
+  auto entries = [sw](T* dst, int64_t ow, int64_t seg, T* xrow, int64_t a, int64_t b,
+                      int64_t offw) {
+    if constexpr (kScatter) {
+      if (xrow)
+#pragma GCC unroll 4
+        for (int64_t q = a; q < b; ++q) xrow[q * sw + offw] += dst[q - ow];
+    } else if (!xrow) {
+      std::fill(dst, dst + seg, T(0));
+    } else {
+      for (int64_t q = ow; q < a; ++q) dst[q - ow] = T(0);
+      if (sw == 1) {
+        const T* src = xrow + (a + offw);
+        T* d = dst + (a - ow);
+        for (int64_t i = 0; i < b - a; ++i) d[i] = src[i];
+      } else {
+#pragma GCC unroll 4
+        for (int64_t q = a; q < b; ++q) dst[q - ow] = xrow[q * sw + offw];
+      }
+      for (int64_t q = b; q < ow + seg; ++q) dst[q - ow] = T(0);
+    }
+  };
+  for_each_col_run(g, x, nchan, j0, j1, col, entries);
 }
 
 // col [nchan*K, j1-j0] = entries of channels x[0..nchan) (channel stride in_size()).

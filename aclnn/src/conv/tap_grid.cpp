@@ -326,24 +326,31 @@ inline void unit_row(const T* src, int64_t at, int64_t w0, int64_t w1, int64_t l
   for (int64_t k = w1; k < Wp; ++k) d[k] = T(0);
 }
 
+// Row r of a unit grid for `channels` channels (src_cstride apart) at dst + c * dst_cstride.
+// Callers go row by row over several channels, a pattern the hardware prefetcher misses: fetch
+// each channel's row 4 ahead.
+template <typename T>
+void unit_band_row(const TapGrid& tg, const RowPlan& rp, const T* src, int64_t src_cstride,
+                   int64_t channels, int64_t r, T* dst, int64_t dst_cstride) {
+  const int64_t at = UnitRows(tg, r).offset(), ahead = UnitRows(tg, r + 4).offset();
+  for (int64_t c = 0; c < channels; ++c) {
+    unit_row(src + c * src_cstride, at, rp.w0[0], rp.w1[0], tg.lo[2], tg.Wp(),
+             dst + c * dst_cstride);
+    if (ahead >= 0) {
+      __builtin_prefetch(src + c * src_cstride + ahead);
+      __builtin_prefetch(src + c * src_cstride + ahead + tg.src_size[2] - 1);
+    }
+  }
+}
+
 }  // namespace
 
 void build_band_row(const TapGrid& tg, const Source& src, int64_t src_cstride, int64_t channels,
                     int64_t r, float* dst, int64_t dst_cstride, int64_t phase_stride) {
   const RowPlan rp(tg);
   if (unit_f32(tg, src)) {
-    // Callers go row by row over several channels, a pattern the hardware prefetcher misses:
-    // fetch each channel's row 4 ahead.
-    const float* base = static_cast<const float*>(src.data);
-    const int64_t at = UnitRows(tg, r).offset(), ahead = UnitRows(tg, r + 4).offset();
-    for (int64_t c = 0; c < channels; ++c) {
-      unit_row(base + c * src_cstride, at, rp.w0[0], rp.w1[0], tg.lo[2], tg.Wp(),
-               dst + c * dst_cstride);
-      if (ahead >= 0) {
-        __builtin_prefetch(base + c * src_cstride + ahead);
-        __builtin_prefetch(base + c * src_cstride + ahead + tg.src_size[2] - 1);
-      }
-    }
+    unit_band_row(tg, rp, static_cast<const float*>(src.data), src_cstride, channels, r, dst,
+                  dst_cstride);
     return;
   }
   const ConvertCopier copier(src);
@@ -354,16 +361,8 @@ void build_band_row(const TapGrid& tg, const Source& src, int64_t src_cstride, i
 void build_band_row(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t channels,
                     int64_t r, uint16_t* dst, int64_t dst_cstride, int64_t phase_stride) {
   const RowPlan rp(tg);
-  if (unit_grid(tg)) {  // as the fp32 unit-stride rows: each channel's row 4 ahead asked for
-    const int64_t at = UnitRows(tg, r).offset(), ahead = UnitRows(tg, r + 4).offset();
-    for (int64_t c = 0; c < channels; ++c) {
-      unit_row(src + c * src_cstride, at, rp.w0[0], rp.w1[0], tg.lo[2], tg.Wp(),
-               dst + c * dst_cstride);
-      if (ahead >= 0) {
-        __builtin_prefetch(src + c * src_cstride + ahead);
-        __builtin_prefetch(src + c * src_cstride + ahead + tg.src_size[2] - 1);
-      }
-    }
+  if (unit_grid(tg)) {
+    unit_band_row(tg, rp, src, src_cstride, channels, r, dst, dst_cstride);
     return;
   }
   const BitsCopier copier{src};

@@ -116,37 +116,31 @@ void pack_weights(const View5& w, bool data, int64_t C, int64_t N, int64_t K, ui
 
 // Forward (data = false) or backward_data: out rows [rows_out, N] from in rows [rows_in, C].
 void run_rows(const ConvJob& j, bool data, const Shared& sh) {
-  const ConvGeometry& g = j.g;
-  const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2];
-  const View5& in_v = data ? *j.y : *j.x;
-  const View5& out_v = data ? *j.out_x : *j.out_y;
-  const int64_t C = data ? g.C_out : g.C_in, N = data ? g.C_in : g.C_out;
-  const int64_t rows_in = (data ? g.out[2] : g.in[2]) * B;
-  const int64_t rows_out = (data ? g.in[2] : g.out[2]) * B;
-  pack_weights(*j.w, data, C, N, K, sh.packed);
-  const int64_t blocks = ceil_div64(N, kTbcBlockCols);
+  const RowsProblem p = rows_problem(j, data);
+  pack_weights(*j.w, data, p.C, p.N, p.K, sh.packed);
+  const int64_t blocks = ceil_div64(p.N, kTbcBlockCols);
   std::fill(sh.bias, sh.bias + blocks * kTbcBlockCols, 0.0f);
   if (j.bias) pack<float>(*j.bias, sh.bias, Round::kNone);
   std::fill(sh.zero, sh.zero + widest(j) + 2, uint16_t{0});
-  const Rows<const uint16_t> in = rows<const uint16_t>(in_v);
-  const Rows<char> out{out_v.origin(), row_ld(out_v) * (out_v.dtype == ACL_BF16 ? 2 : 4)};
-  const bool bf16_out = out_v.dtype == ACL_BF16;
-  const int64_t C2 = ceil_div64(C, 2);
-  parallel(ceil_div64(rows_out, kRowsPerTask), [&](int64_t task) {
-    const int64_t r0 = task * kRowsPerTask, r1 = std::min(rows_out, r0 + kRowsPerTask);
+  const Rows<const uint16_t> in = rows<const uint16_t>(p.in_v);
+  const Rows<char> out{p.out_v.origin(), row_ld(p.out_v) * (p.out_v.dtype == ACL_BF16 ? 2 : 4)};
+  const bool bf16_out = p.out_v.dtype == ACL_BF16;
+  const int64_t C2 = ceil_div64(p.C, 2);
+  parallel(ceil_div64(p.rows_out, kRowsPerTask), [&](int64_t task) {
+    const int64_t r0 = task * kRowsPerTask, r1 = std::min(p.rows_out, r0 + kRowsPerTask);
     const uint16_t* a[kTbcTileRows * 256];  // [K][rows] source rows of one tile (K <= 255)
     alignas(64) float tile[kTbcTileRows * kTbcBlockCols];
     for (int64_t nb = 0; nb < blocks; ++nb) {
-      const int64_t width = std::min(kTbcBlockCols, N - nb * kTbcBlockCols);
-      const TbcPairTaps w{K, C, sh.packed + nb * K * C2 * kTbcBlockCols,
+      const int64_t width = std::min(kTbcBlockCols, p.N - nb * kTbcBlockCols);
+      const TbcPairTaps w{p.K, p.C, sh.packed + nb * p.K * C2 * kTbcBlockCols,
                           j.bias ? sh.bias + nb * kTbcBlockCols : nullptr};
       for (int64_t i0 = r0; i0 < r1; i0 += kTbcTileRows) {
         const int rows_here = static_cast<int>(std::min<int64_t>(kTbcTileRows, r1 - i0));
-        for (int64_t k = 0; k < K; ++k) {
-          const int64_t s = tap_shift(data, k, pad, B);
+        for (int64_t k = 0; k < p.K; ++k) {
+          const int64_t s = tap_shift(data, k, p.pad, p.B);
           for (int i = 0; i < rows_here; ++i) {
             const int64_t src = i0 + i + s;
-            a[k * rows_here + i] = src >= 0 && src < rows_in ? in.row(src) : sh.zero;
+            a[k * rows_here + i] = src >= 0 && src < p.rows_in ? in.row(src) : sh.zero;
           }
         }
         tbc_bf16_tile(w, rows_here, static_cast<int>(ceil_div64(width, 16)), a, tile);

@@ -15,15 +15,13 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "conv/bf16_dot_avx512.h"
+
 namespace aclnn_cpu::conv {
 namespace {
 
 constexpr int kMR = kTbcTileRows;
 constexpr int kMaxNV = static_cast<int>(kTbcBlockCols / 16);
-
-inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
-  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
-}
 
 // The 32-bit unit at p (two bf16), read without an alignment assumption.
 inline int unit_at(const uint16_t* p) {
@@ -48,28 +46,10 @@ void tile(const TbcPairTaps& w, const uint16_t* const* a, float* out) {
     const uint16_t* r[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) r[i] = a[t * MR + i];
-    for (int64_t c2 = 0; c2 < full; ++c2, b += kTbcBlockCols) {
-      __m512i bv[NV];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_si512(b + 16 * v);
-#pragma GCC unroll 8
-      for (int i = 0; i < MR; ++i) {
-        const __m512i av = _mm512_set1_epi32(unit_at(r[i] + 2 * c2));
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) acc[i][v] = dot2(acc[i][v], bv[v], av);
-      }
-    }
-    if (full < C2) {  // the odd last channel, paired with zero
-      __m512i bv[NV];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_si512(b + 16 * v);
-#pragma GCC unroll 8
-      for (int i = 0; i < MR; ++i) {
-        const __m512i av = _mm512_set1_epi32(static_cast<int>(r[i][2 * full]));
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) acc[i][v] = dot2(acc[i][v], bv[v], av);
-      }
-    }
+    for (int64_t c2 = 0; c2 < full; ++c2, b += kTbcBlockCols)
+      dot2_outer<MR, NV>(acc, b, [&](int i) { return unit_at(r[i] + 2 * c2); });
+    if (full < C2)  // the odd last channel, paired with zero
+      dot2_outer<MR, NV>(acc, b, [&](int i) { return static_cast<int>(r[i][2 * full]); });
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)

@@ -96,44 +96,39 @@ void convert_weights(const ConvJob& j, bool data, float* wk) {
 
 // Forward (data = false) or backward_data on converted row panels.
 void run_rows(const ConvJob& j, bool data, const TbcScratch& s, int slots, char* scratch) {
-  const ConvGeometry& g = j.g;
-  const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2];
-  const View5& in_v = data ? *j.y : *j.x;
-  const View5& out_v = data ? *j.out_x : *j.out_y;
-  const int64_t C = data ? g.C_out : g.C_in, N = data ? g.C_in : g.C_out;
-  const int64_t rows_in = (data ? g.out[2] : g.in[2]) * B;
-  const int64_t rows_out = (data ? g.in[2] : g.out[2]) * B;
+  const RowsProblem p = rows_problem(j, data);
   float* wk = reinterpret_cast<float*>(scratch);  // [K][C][N]
   float* bias = wk + weight_floats(j);            // [N]
   convert_weights(j, data, wk);
   if (j.bias) pack<float>(*j.bias, bias, Round::kNone);
-  const int64_t ld_in = row_ld(in_v), ld_out = row_ld(out_v) * elem_bytes(out_v.dtype);
-  char* out = out_v.origin();
+  const int64_t ld_in = row_ld(p.in_v), ld_out = row_ld(p.out_v) * elem_bytes(p.out_v.dtype);
+  char* out = p.out_v.origin();
   const int64_t stride = s.slot / static_cast<int64_t>(sizeof(float));
   float* slot_base = reinterpret_cast<float*>(scratch + s.shared);
-  parallel(ceil_div64(rows_out, kRowsPerTask), [&](int64_t task) {
-    const int64_t r0 = task * kRowsPerTask, r1 = std::min(rows_out, r0 + kRowsPerTask);
+  parallel(ceil_div64(p.rows_out, kRowsPerTask), [&](int64_t task) {
+    const int64_t r0 = task * kRowsPerTask, r1 = std::min(p.rows_out, r0 + kRowsPerTask);
     float* pk = slot_base + slot_of(slots) * stride;
     float* in_p = pk + ceil_div64(s.pack_elems, 16) * 16;  // [rows][C]
-    float* out_p = in_p + kRowsPerTask * C;                // [rows][N]
+    float* out_p = in_p + kRowsPerTask * p.C;              // [rows][N]
     for (int64_t r = r0; r < r1; ++r) {
-      float* row = out_p + (r - r0) * N;
+      float* row = out_p + (r - r0) * p.N;
       if (j.bias) {
-        std::memcpy(row, bias, static_cast<size_t>(N) * sizeof(float));
+        std::memcpy(row, bias, static_cast<size_t>(p.N) * sizeof(float));
       } else {
-        std::fill(row, row + N, 0.0f);
+        std::fill(row, row + p.N, 0.0f);
       }
     }
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t sh = tap_shift(data, k, pad, B);
-      const int64_t a = std::max(r0, -sh), b = std::min(r1, rows_in - sh);
+    for (int64_t k = 0; k < p.K; ++k) {
+      const int64_t sh = tap_shift(data, k, p.pad, p.B);
+      const int64_t a = std::max(r0, -sh), b = std::min(r1, p.rows_in - sh);
       if (a >= b) continue;
       for (int64_t r = a; r < b; ++r)
-        source_of(in_v, j.round, (r + sh) * ld_in).convert(C, 1, in_p + (r - a) * C);
-      gemm::sgemm(b - a, N, C, gemm::Mat{in_p, C, 1}, gemm::Mat{wk + k * C * N, N, 1}, true,
-                  out_p + (a - r0) * N, N, pk);
+        source_of(p.in_v, j.round, (r + sh) * ld_in).convert(p.C, 1, in_p + (r - a) * p.C);
+      gemm::sgemm(b - a, p.N, p.C, gemm::Mat{in_p, p.C, 1}, gemm::Mat{wk + k * p.C * p.N, p.N, 1},
+                  true, out_p + (a - r0) * p.N, p.N, pk);
     }
-    for (int64_t r = r0; r < r1; ++r) store(out_p + (r - r0) * N, N, out_v.dtype, out + r * ld_out);
+    for (int64_t r = r0; r < r1; ++r)
+      store(out_p + (r - r0) * p.N, p.N, p.out_v.dtype, out + r * ld_out);
   });
 }
 

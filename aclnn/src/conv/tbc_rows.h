@@ -10,6 +10,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "conv/engine.h"
 #include "conv/strided.h"
 
 namespace aclnn_cpu::conv::tbc {
@@ -51,6 +52,30 @@ struct Rows {
 template <typename E>
 Rows<E> rows(const View5& v) {
   return {reinterpret_cast<E*>(v.origin()), row_ld(v)};
+}
+
+// A forward (data = false) or backward_data job as the row problem of the row forms (tbc_bf16,
+// tbc_convert): out rows [rows_out, N] from in rows [rows_in, C] (row r = t * B + b), through K
+// taps whose source rows are shifted by tap_shift(data, k, pad, B).
+struct RowsProblem {
+  const View5& in_v;   // x (forward) or dy (data)
+  const View5& out_v;  // y (forward) or dx (data)
+  int64_t B, K, pad;
+  int64_t C, N;  // in and out channels
+  int64_t rows_in, rows_out;
+};
+inline RowsProblem rows_problem(const ConvJob& j, bool data) {
+  const ConvGeometry& g = j.g;
+  const int64_t B = g.N;
+  return {.in_v = data ? *j.y : *j.x,
+          .out_v = data ? *j.out_x : *j.out_y,
+          .B = B,
+          .K = g.k[2],
+          .pad = g.pad_before[2],
+          .C = data ? g.C_out : g.C_in,
+          .N = data ? g.C_in : g.C_out,
+          .rows_in = (data ? g.out[2] : g.in[2]) * B,
+          .rows_out = (data ? g.in[2] : g.out[2]) * B};
 }
 
 inline int slot_of(int slots) {

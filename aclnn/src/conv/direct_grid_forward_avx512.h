@@ -1,0 +1,65 @@
+// The forward driver of the AVX-512 direct grid kernels (direct_grid.h), shared by the fp32 form
+// (direct_grid_avx512.cpp) and the bf16 channel-pair form (direct_grid_bf16_avx512.cpp): which
+// register tiles and lane masks cover a span of grid columns, and the loops over column spans,
+// channel chunks and output-channel blocks around them. The forms differ only in their tiles.
+// Include only inside the includer's target region, after gemm/avx512_util.h, so these helpers
+// are compiled for that region's ISA (each file gets its own copy: they are static). No
+// standard-library template is instantiated here.
+#pragma once
+
+#include "gemm/avx512_util.h"
+
+namespace aclnn_cpu::conv {
+
+// A form's tiles for kOB output-channel rows and kPV vectors of 16 columns:
+// sets[0][r]: the full 16 kPV-column tile of r rows (r = 1 .. kOB); sets[v][r]: the tile of v
+// masked vectors (v = 1 .. kPV). Tile: (C, T, off, x, plane, w, out, ldo, mask, add, vs).
+//
+// tiles[r] and mask[] for the span of columns at j0 of n (left = n - j0 > 0). Rows mode
+// (row_len > 0): up to kPV grid rows of `pitch` columns, one vector of row_len lanes per row, so
+// a row's columns past row_len cost nothing. Flat: up to 16 kPV consecutive columns, the last
+// vectors masked (a 14-wide output row does not pay for 48 columns).
+template <int kOB, int kPV, typename Tile>
+static inline void select_forward_tiles(const Tile* const* sets, int64_t left, int64_t row_len,
+                                        int64_t pitch, __mmask16* mask, Tile* tiles) {
+  int set;
+  if (row_len > 0) {
+    const int64_t rows = (left + pitch - 1) / pitch;
+    set = rows < kPV ? static_cast<int>(rows) : kPV;
+    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(row_len);
+  } else {
+    const int64_t cols = left < 16 * kPV ? left : 16 * kPV;
+    for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes(cols - 16 * v);
+    set = cols == 16 * kPV ? 0 : static_cast<int>((cols + 15) / 16);
+  }
+  for (int r = 1; r <= kOB; ++r) tiles[r] = sets[set][r];
+}
+
+// out[o][j] (+)= sum_{c, t} w[o][c][t] * x[c * plane + off[t] + j] for o < m, j < n, through the
+// tiles of `sets` over spans of columns (select_forward_tiles), channels in chunks of c_chunk
+// (whose band window stays in L1 while every output block reads it; a later chunk adds to
+// `out`), output channels in blocks of kOB. E: the unit of x and of the packed weights (a float,
+// or a bf16 channel pair); C counts those units.
+template <int kOB, int kPV, typename Tile, typename E>
+static inline void grid_forward(const Tile* const* sets, int64_t m, int64_t n, int64_t C, int64_t T,
+                                const int64_t* off, const E* x, int64_t plane, const E* packed,
+                                float* out, int64_t ldo, int64_t c_chunk, int64_t row_len,
+                                int64_t pitch) {
+  const bool by_rows = row_len > 0;
+  const int64_t step = by_rows ? kPV * pitch : 16 * kPV;
+  for (int64_t j0 = 0; j0 < n; j0 += step) {
+    __mmask16 mask[kPV];
+    Tile tiles[kOB + 1];
+    select_forward_tiles<kOB, kPV>(sets, n - j0, row_len, pitch, mask, tiles);
+    for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
+      const int64_t cc = c_chunk < C - c0 ? c_chunk : C - c0;
+      for (int64_t o0 = 0; o0 < m; o0 += kOB) {
+        const int rows = static_cast<int>(kOB < m - o0 ? kOB : m - o0);
+        tiles[rows](cc, T, off, x + c0 * plane + j0, plane, packed + (o0 * C + c0 * kOB) * T,
+                    out + o0 * ldo + j0, ldo, mask, c0 > 0, by_rows ? pitch : 16);
+      }
+    }
+  }
+}
+
+}  // namespace aclnn_cpu::conv
