@@ -1,0 +1,105 @@
+// The channels-last row kernels of cl_direct.h, compiled for AVX-512 (reached only after the
+// runtime CPU check). No standard-library template is instantiated inside the target region.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "conv/cl_direct.h"
+
+#include "gemm/target_avx512_begin.h"
+// GCC 12 sees the intrinsics' internal __Y as uninitialized in the transposes.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "gemm/avx512_util.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+inline int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+// acc[u] (16 output channels at output u of the tile) = sum over tap rows t, channels c, kw of
+// W[c][t][kw] * src[row t][col0 + u + kw][c]. Source column p = u + kw of the tile is broadcast
+// once and multiplied into the UR accumulators it reaches; p outside [plo, phi) is padding and
+// skipped. Then out[o][u] = acc[u][o] (a 16 x 16 transpose, masked to ur positions, nch channels).
+template <int UR, int KW>
+void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch) {
+  constexpr int P = UR + KW - 1;  // source columns the tile reads
+  const int64_t plo = max64(0, -r.col0), phi = min64(P, r.width - r.col0);
+  const float* const src = r.src;
+  const int64_t C = r.C, ldc = r.ldc, wc = r.wc, rows = r.rows;
+  __m512 acc[UR];
+#pragma GCC unroll 16
+  for (int u = 0; u < UR; ++u) acc[u] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* wt = r.w + r.woff[t];
+    // Index of column col0 of this tap row in channel 0; columns p >= plo are inside the row.
+    int64_t at = r.soff[t] + r.col0;
+    for (int64_t c = 0; c < C; ++c, wt += wc, at += ldc) {
+      __m512 wv[KW];
+#pragma GCC unroll 8
+      for (int k = 0; k < KW; ++k) wv[k] = _mm512_loadu_ps(wt + 16 * k);
+#pragma GCC unroll 32
+      for (int p = 0; p < P; ++p) {
+        if (p < plo || p >= phi) continue;
+        const __m512 b = _mm512_set1_ps(src[at + p]);
+#pragma GCC unroll 8
+        for (int k = 0; k < KW; ++k) {
+          const int u = p - k;
+          if (u >= 0 && u < UR) acc[u] = _mm512_fmadd_ps(wv[k], b, acc[u]);
+        }
+      }
+    }
+  }
+  __m512 v[16];
+#pragma GCC unroll 16
+  for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
+  gemm::transpose16(v);
+  const __mmask16 m = gemm::first_lanes(UR);
+  for (int64_t o = 0; o < nch; ++o) _mm512_mask_storeu_ps(out + o * ld_out, m, v[o]);
+}
+
+using RowTile = void (*)(const ClRow&, float*, int64_t, int64_t);
+
+template <int KW>
+constexpr RowTile kRowTiles[kClMaxRow + 1] = {
+    nullptr,          row_tile<1, KW>,  row_tile<2, KW>,  row_tile<3, KW>,  row_tile<4, KW>,
+    row_tile<5, KW>,  row_tile<6, KW>,  row_tile<7, KW>,  row_tile<8, KW>,  row_tile<9, KW>,
+    row_tile<10, KW>, row_tile<11, KW>, row_tile<12, KW>, row_tile<13, KW>, row_tile<14, KW>};
+
+RowTile row_tile_for(int64_t ur, int64_t kw) {
+  switch (kw) {
+    case 1:
+      return kRowTiles<1>[ur];
+    case 2:
+      return kRowTiles<2>[ur];
+    case 3:
+      return kRowTiles<3>[ur];
+    case 4:
+      return kRowTiles<4>[ur];
+    case 5:
+      return kRowTiles<5>[ur];
+    case 6:
+      return kRowTiles<6>[ur];
+    default:
+      return kRowTiles<7>[ur];
+  }
+}
+
+}  // namespace
+
+void cl_direct_row_avx512(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
+                          int64_t nch) {
+  row_tile_for(ur, kw)(r, out, ld_out, nch);
+}
+
+}  // namespace aclnn_cpu::conv
+
+#pragma GCC diagnostic pop
+#include "gemm/target_end.h"
