@@ -117,26 +117,28 @@ Fit plan_data(const Problem& p) {
   return f;
 }
 
-// packed[grp][blk][c][q][16]: lane i = W(blk * 16 + i, c, q), zero past m.
+// packed[grp][blk][kd, kh][c][kw][16]: lane i = W(blk * 16 + i, c, (kd, kh, kw)), zero past m.
+// Tap-row-major, so the kernel's channel loop over one tap row streams contiguous weights.
 void pack_weights(const ClPass& ps, float* packed) {
-  const int64_t K = ps.fg.k_size(), B = blocks16(ps.m), per_block = ps.C * K * 16;
+  const int64_t K = ps.fg.k_size(), KW = ps.fg.k[2], B = blocks16(ps.m);
   const float* w32 = f32_data(ps.w);
   for_tasks(ps.fg.groups * B, [&](int64_t gb) {
     const int64_t grp = gb / B, blk = gb % B;
-    float* dst = packed + gb * per_block;
-    for (int64_t c = 0; c < ps.C; ++c)
-      for (int64_t q = 0; q < K; ++q, dst += 16)
-        for (int64_t i = 0; i < 16; ++i) {
-          const int64_t o = blk * 16 + i;
-          const int64_t at = grp * ps.wg + o * ps.so + c * ps.si + (ps.flip ? K - 1 - q : q);
-          dst[i] = o >= ps.m ? 0.0f : w32 ? w32[at] : ps.w.value(at);
-        }
+    float* dst = packed + gb * ps.C * K * 16;
+    for (int64_t tr = 0; tr < tap_rows(ps.fg); ++tr)
+      for (int64_t c = 0; c < ps.C; ++c)
+        for (int64_t kw = 0; kw < KW; ++kw, dst += 16)
+          for (int64_t i = 0; i < 16; ++i) {
+            const int64_t o = blk * 16 + i, q = tr * KW + kw;
+            const int64_t at = grp * ps.wg + o * ps.so + c * ps.si + (ps.flip ? K - 1 - q : q);
+            dst[i] = o >= ps.m ? 0.0f : w32 ? w32[at] : ps.w.value(at);
+          }
   });
 }
 
 // The tap rows (kd, kh) whose input row exists for output row (od, oh): their offsets in a source
 // channel (column 0 of the input row) and in a channel's packed weights. Returns how many.
-int64_t list_tap_rows(const ConvGeometry& fg, int64_t od, int64_t oh, int64_t* soff,
+int64_t list_tap_rows(const ConvGeometry& fg, int64_t C, int64_t od, int64_t oh, int64_t* soff,
                       int64_t* woff) {
   int64_t n = 0;
   for (int64_t kd = 0; kd < fg.k[0]; ++kd) {
@@ -146,7 +148,7 @@ int64_t list_tap_rows(const ConvGeometry& fg, int64_t od, int64_t oh, int64_t* s
       const int64_t ih = oh + kh * fg.dil[1] - fg.pad_before[1];
       if (ih < 0 || ih >= fg.in[1]) continue;
       soff[n] = (id * fg.in[1] + ih) * fg.in[2];
-      woff[n++] = (kd * fg.k[1] + kh) * fg.k[2] * 16;
+      woff[n++] = (kd * fg.k[1] + kh) * C * fg.k[2] * 16;
     }
   }
   return n;
@@ -158,9 +160,9 @@ void run_rows(const ClPass& ps, int64_t grp, const float* src, float* out, int64
   const ConvGeometry& fg = ps.fg;
   const int64_t S_out = fg.out_size(), K = fg.k_size(), B = blocks16(ps.m);
   const int64_t Wo = fg.out[2], tiles = ceil_div(Wo, kClMaxRow);
-  ClRow r{src, soff, woff, 0, ps.C, fg.in_size(), nullptr, K * 16, 0, fg.in[2]};
+  ClRow r{src, soff, woff, 0, ps.C, fg.in_size(), nullptr, fg.k[2] * 16, 0, fg.in[2]};
   for (int64_t row = r0; row < r1; ++row) {
-    r.rows = list_tap_rows(fg, row / fg.out[1], row % fg.out[1], soff, woff);
+    r.rows = list_tap_rows(fg, ps.C, row / fg.out[1], row % fg.out[1], soff, woff);
     for (int64_t blk = 0; blk < B; ++blk) {
       r.w = packed + (grp * B + blk) * ps.C * K * 16;
       const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);

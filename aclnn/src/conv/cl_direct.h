@@ -1,6 +1,7 @@
-// Channels-last direct fp32 kernels for narrow output rows (AVX-512): one register tile is a whole
-// output row (up to 14 positions) of 16 output channels, and every multiply-add it issues lands on
-// a real input element: no tap reaching into the padding is computed.
+// Channel-lane ("cl") direct fp32 kernels (AVX-512): the 16 lanes of a vector are 16 output
+// channels, and one register tile is a whole output row (up to 14 positions), so every
+// multiply-add lands on a real input element: no tap reaching into the padding is computed and no
+// lane is spent past the end of a row.
 //
 // A forward-form convolution (unit stride; forward, or the data gradient as the forward of dy with
 // the flipped weights) of one (sample, group):
@@ -8,14 +9,13 @@
 //   out[o][od, oh, ow] = sum_{c < C, kd, kh, kw} W[o][c][kd, kh, kw] * src[c][id, ih, iw]
 //   with id = od + kd*dil0 - pb0, ih = oh + kh*dil1 - pb1, iw = ow + kw - pb2
 //
-// reads src in channels-last form ([positions][ldc], cl_channels_last) and holds, for one output
-// row, acc[u] = out[o0 .. o0+16][ow0 + u] (lanes = output channels). For that row the driver lists
-// the tap rows (kd, kh) whose input row exists: the kh range is clipped per output row at no cost.
-// Along the row, source column col0 + p (p < UR + KW - 1) feeds the outputs u = p - kw: the kernel
-// broadcasts each source element once and issues its KW multiply-adds (weights W[.][c][kd,kh,kw]
-// for 16 channels, KW zmm held per (c, tap row)); columns outside the input row are skipped, so
-// the left and right edges cost nothing either. Per (tap row, c): KW vector loads, UR + KW - 1
-// broadcasts, UR*KW - (edge) FMAs; UR + KW + 1 <= 22 zmm.
+// The kernel reads src as stored (channel-major rows) and holds, for one output row,
+// acc[u] = out[o0 .. o0+16][ow0 + u]. The driver lists the tap rows (kd, kh) whose input row
+// exists for that row, so the kh range is clipped per output row at no cost. Along the row,
+// source column col0 + p (p < UR + KW - 1) feeds the outputs u = p - kw: per (tap row, c) the
+// kernel loads the KW weight vectors W[o0..][c][kd, kh, kw] and issues, for every source column
+// inside the input row, its (up to KW) FMAs with the element broadcast from memory; columns in
+// the padding are skipped, so the left and right edges cost nothing either. UR + KW <= 21 zmm.
 #pragma once
 
 #include <cstdint>
@@ -29,10 +29,10 @@ inline constexpr int64_t kClMaxKw = 7;    // kernel width (taps along a row)
 struct ClRow {
   const float* src;     // the source [C][ldc] of one (sample, group), channel-major as stored
   const int64_t* soff;  // per tap row t < rows: offset in a channel of its input row's column 0
-  const int64_t* woff;  // per tap row: offset in w of its weights [KW][16]
+  const int64_t* woff;  // per tap row: offset in w of its channel 0's weights [KW][16]
   int64_t rows;         // tap rows whose input row exists
   int64_t C, ldc;       // source channels; floats between channels of src
-  const float* w;       // packed weights: channel c's at w + c * wc, [tap][16] (64-byte aligned)
+  const float* w;       // packed weights: tap row t, channel c at w + woff[t] + c * wc
   int64_t wc;
   int64_t col0;   // input column of the tile's first output at kw = 0 (ow0 - pb2; may be < 0)
   int64_t width;  // input columns per row: columns outside [0, width) are padding

@@ -8,9 +8,11 @@
 
 #include "gemm/target_avx512_begin.h"
 // GCC 12 sees the intrinsics' internal __Y as uninitialized in the transposes.
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "gemm/avx512_util.h"
 
@@ -24,9 +26,17 @@ inline int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
+// acc += w * broadcast(*x), the broadcast folded into the FMA as its memory operand ({1to16}).
+// Compilers load a value broadcast into several FMAs once into a register instead (a separate
+// vbroadcastss per source column); on Zen 4 the folded form ran mnist2's data gradient 2.5%
+// faster (1 thread, medians of 6: 13.84 vs 14.18 ms).
+static inline void fma_bcast(__m512& acc, __m512 w, const float* x) {
+  asm("vfmadd231ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*x));
+}
+
 // acc[u] (16 output channels at output u of the tile) = sum over tap rows t, channels c, kw of
-// W[c][t][kw] * src[row t][col0 + u + kw][c]. Source column p = u + kw of the tile is broadcast
-// once and multiplied into the UR accumulators it reaches; p outside [plo, phi) is padding and
+// W[c][t][kw] * src[c][row t][col0 + u + kw]. Source column p = u + kw of the tile is multiplied
+// into the (up to KW) accumulators it reaches; p outside [plo, phi) is padding and
 // skipped. Then out[o][u] = acc[u][o] (a 16 x 16 transpose, masked to ur positions, nch channels).
 template <int UR, int KW>
 void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch) {
@@ -48,11 +58,10 @@ void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch) {
 #pragma GCC unroll 32
       for (int p = 0; p < P; ++p) {
         if (p < plo || p >= phi) continue;
-        const __m512 b = _mm512_set1_ps(src[at + p]);
 #pragma GCC unroll 8
         for (int k = 0; k < KW; ++k) {
           const int u = p - k;
-          if (u >= 0 && u < UR) acc[u] = _mm512_fmadd_ps(wv[k], b, acc[u]);
+          if (u >= 0 && u < UR) fma_bcast(acc[u], wv[k], src + at + p);
         }
       }
     }
@@ -101,5 +110,7 @@ void cl_direct_row_avx512(int64_t ur, int64_t kw, const ClRow& r, float* out, in
 
 }  // namespace aclnn_cpu::conv
 
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #include "gemm/target_end.h"
