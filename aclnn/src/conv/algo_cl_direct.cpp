@@ -1,210 +1,298 @@
-// cl_direct: unit-stride fp32 convolutions on the row kernels of cl_direct.h (AVX-512): forward,
-// and the data gradient as the forward of dy with the flipped weights (flipped_for_data).
+// cl_direct: fp32 convolutions on the channel-lane row kernels of cl_direct.h (AVX-512): the
+// forward (unit stride), and the data gradient (any stride) as a sum of shifted rows of dy per
+// phase of dx.
 //
-//   task (sample, group, block of output rows): for each output row and block of 16 output
-//   channels, the row's tiles (<= 14 positions each) over the tap rows that exist for that row,
-//   reading the source [C, S_in] (x, or dy) as stored and storing into out [m, S_out] directly;
-//   sources of other dtypes are converted a (sample, group) at a time into the slot. The weights
-//   are packed once per call: [group][16-channel block][c][tap][16].
+// A pass computes out[o][u] = sum_{c, taps} W(o, c, tap) * src[c][u + e_tap] over output
+// positions u (per dim) and taps with source offsets e (per dim):
+//   forward          src x, out y, every tap, e = k*dil - pb (unit stride);
+//   backward_data    per phase b of dx (dx index s*u + b): src dy, the taps with
+//                    (b + pb - k*dil) divisible by s, e = (b + pb - k*dil) / s, and the result
+//                    placed at dx[s*u + b] (tap_grid.h's decomposition; one phase at unit stride).
+// Along rows the taps of a pass must be consecutive offsets (unit dilation there): the kernel
+// holds a row of outputs and walks the source columns.
+//
+//   task (pass, sample, group, block of output rows): for each output row and block of 16 output
+//   channels, the row's tiles (<= 14 positions each) over the tap rows whose source row exists,
+//   reading the source [C, S] as stored (other dtypes: converted a (sample, group) at a time into
+//   the slot) and storing into the output directly. Weights packed once per call and pass:
+//   [group][16-channel block][tap row][c][tap along the row][16].
 //
 // Against grid_direct's padded grid nothing is computed on padding (taps clipped per row, edge
-// columns skipped), no lane is spent past a row and there is no band to build nor block to copy
+// columns skipped), no lane is spent past a row, and there is no band to build nor block to copy
 // out: 14x14 outputs with a 5x5 kernel, pad 2, take 16% fewer multiply-adds, and the grid
 // kernel's rows mode computes 16 lanes per 14-wide row.
-//
-// Cost rules (backward_data; the forward is only forced): see plan_pass.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "conv/algo_support.h"
 #include "conv/algorithms.h"
 #include "conv/cl_direct.h"
+#include "conv/tap_grid.h"
 
 namespace aclnn_cpu::conv {
 namespace {
 
-// A forward-form pass: out [N, groups * m, S_out] from src [N, groups * C, S_in] by the unit-stride
-// geometry fg; W(o, c, q) = w[(grp * wg) + o * so + c * si + q] with q reversed (K - 1 - q) when
-// `flip`.
-struct ClPass {
-  ConvGeometry fg;
-  int64_t m, C;
-  Source src;
-  float* out;
-  Source w;
-  int64_t wg, so, si;
-  bool flip;
+// One spatial dim of a pass: its taps (weight tap k -> source offset e), output extent and where
+// output u goes (dst index s_out * u + b_out, in a dst of extent dst_size).
+struct Axis {
+  bool data = false;
+  int64_t s = 1, b = 0, pb = 0, dil = 1, K = 1;
+  int64_t out = 0, src = 0, dst_size = 0;
+
+  // (Unit stride spelled out: the per-row tap lists would otherwise divide per tap.)
+  bool member(int64_t k) const { return !data || s == 1 || ((b + pb - k * dil) % s + s) % s == 0; }
+  int64_t e(int64_t k) const {
+    return !data ? k * dil - pb : s == 1 ? b + pb - k * dil : (b + pb - k * dil) / s;
+  }
+  int64_t taps() const {
+    int64_t n = 0;
+    for (int64_t k = 0; k < K; ++k) n += member(k);
+    return n;
+  }
+  // Along rows: the i-th tap in order of increasing e (data: k descending).
+  int64_t row_tap(int64_t i) const {
+    for (int64_t k = data ? K - 1 : 0, seen = 0; k >= 0 && k < K; k += data ? -1 : 1)
+      if (member(k) && seen++ == i) return k;
+    return 0;
+  }
+  int64_t s_out() const { return data ? s : 1; }
+  int64_t b_out() const { return data ? b : 0; }
 };
 
-ClPass forward_pass(const Problem& p, const Operands<float>& o) {
-  const ConvGeometry& g = p.g;
-  const int64_t K = g.k_size();
-  return ClPass{
-      g, g.cout_g(), g.cin_g(), o.xsrc, o.out, o.wsrc, g.cout_g() * g.cin_g() * K, g.cin_g() * K,
-      K, false};
+// A pass of one primitive: m output channels from C source channels per group; W(o, c, q) =
+// w[grp * Cog * Cig * K + o * so + c * si + q].
+struct ClPass {
+  std::array<Axis, 3> ax;
+  int64_t m, C, so, si;
+  int64_t taps() const { return ax[0].taps() * ax[1].taps() * ax[2].taps(); }
+  int64_t tap_rows() const { return ax[0].taps() * ax[1].taps(); }
+  int64_t rows() const { return ax[0].out * ax[1].out; }
+  int64_t src_size() const { return ax[0].src * ax[1].src * ax[2].src; }
+  int64_t dst_size() const { return ax[0].dst_size * ax[1].dst_size * ax[2].dst_size; }
+};
+
+ClPass forward_pass(const ConvGeometry& g) {
+  ClPass ps{{}, g.cout_g(), g.cin_g(), g.cin_g() * g.k_size(), g.k_size()};
+  for (int d = 0; d < 3; ++d)
+    ps.ax[d] = Axis{false, 1, 0, g.pad_before[d], g.dil[d], g.k[d], g.out[d], g.in[d], g.out[d]};
+  return ps;
 }
 
-// dx[c] = sum_{o, q'} w[o][c][K-1-q'] * dy[o][shifted]: W(c, o, q') = w[o*Cig*K + c*K + K-1-q'].
-ClPass data_pass(const Problem& p, const Operands<float>& o) {
-  const ConvGeometry& g = p.g;
-  const int64_t K = g.k_size();
-  return ClPass{flipped_for_data(g),        g.cin_g(), g.cout_g(),    o.ysrc, o.out, o.wsrc,
-                g.cout_g() * g.cin_g() * K, K,         g.cin_g() * K, true};
+// Phase i of the data gradient: dx[c] (phase) = sum_{o, taps} w[o][c][q] * dy[o][u + e].
+ClPass data_pass(const ConvGeometry& g, int64_t i) {
+  const std::array<int64_t, 3> b = data_phase(g, i);
+  ClPass ps{{}, g.cin_g(), g.cout_g(), g.k_size(), g.cin_g() * g.k_size()};
+  for (int d = 0; d < 3; ++d)
+    ps.ax[d] = Axis{true,
+                    g.stride[d],
+                    b[d],
+                    g.pad_before[d],
+                    g.dil[d],
+                    g.k[d],
+                    ceil_div(g.in[d] - b[d], g.stride[d]),
+                    g.out[d],
+                    g.in[d]};
+  return ps;
+}
+
+int64_t passes(const Problem& p, bool data) {
+  return data ? data_phase_count(p.g) : 1;
+}
+ClPass pass(const Problem& p, bool data, int64_t i) {
+  return data ? data_pass(p.g, i) : forward_pass(p.g);
 }
 
 int64_t blocks16(int64_t m) {
   return ceil_div(m, 16);
 }
-int64_t packed_elems(const ConvGeometry& fg, int64_t m, int64_t C) {
-  return fg.groups * blocks16(m) * 16 * C * fg.k_size();
-}
-int64_t tap_rows(const ConvGeometry& fg) {
-  return fg.k[0] * fg.k[1];
+// Packed weights of one pass, all groups.
+int64_t packed_elems(const ClPass& ps, int64_t groups) {
+  return groups * blocks16(ps.m) * 16 * ps.C * ps.taps();
 }
 
-// Output rows (od, oh) of a pass.
-int64_t out_rows(const ConvGeometry& fg) {
-  return fg.out[0] * fg.out[1];
-}
-
-Fit plan_pass(const Problem& p, const ConvGeometry& fg, int64_t m, int64_t C) {
+Fit plan(const Problem& p, bool data) {
   Fit f;
+  const ConvGeometry& g = p.g;
   if (p.fp64 || !p.avx512()) {
     f.reason = "needs fp32 and AVX-512";
-  } else if (fg.out_size() <= 0 || m <= 0 || C <= 0 || fg.N <= 0) {
+  } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
     f.reason = "empty";
-  } else if (!unit_stride(fg) || fg.dil[2] != 1) {
-    f.reason = "needs unit stride and unit dilation along rows";
-  } else if (fg.k[2] > kClMaxKw) {
-    f.reason = "kernel wider than 7";
+  } else if (g.dil[2] != 1 || (!data && !unit_stride(g))) {
+    f.reason = data ? "needs unit dilation along rows" : "needs unit stride, unit dilation";
+  } else if (g.k[2] > kClMaxKw || passes(p, data) > kMaxPhases) {
+    f.reason = "kernel wider than 7, or more than 64 phases";
   } else {
     f.applies = true;
     f.preferred = true;
-    f.reason = "unit stride, 16-channel tiles";
+    f.reason = "16-channel row tiles";
+    const ClPass first = pass(p, data, 0);  // the largest
+    const int64_t C = first.C, src = first.src_size();
     // Slot: the tap-row lists (two int64 per tap row), then (other dtypes) one (sample, group)
     // of the source as fp32.
-    f.b.slot_elems = round16(4 * tap_rows(fg)) + (p.converts ? round16(C * fg.in_size()) : 0);
-    f.b.shared_elems = packed_elems(fg, m, C);
-    f.b.rows = block_size(out_rows(fg), pieces_wanted(p));
+    f.b.slot_elems = round16(4 * g.k[0] * g.k[1]) + (p.converts ? round16(C * src) : 0);
+    for (int64_t i = 0; i < passes(p, data); ++i)
+      f.b.shared_elems += packed_elems(pass(p, data, i), g.groups);
+    f.b.rows = block_size(first.rows(), ceil_div(pieces_wanted(p), passes(p, data)));
   }
   return f;
 }
 
 // Forced only: the forward has no benchmark of its own yet to set a rule by.
 Fit plan_forward(const Problem& p) {
-  Fit f = plan_pass(p, p.g, p.g.cout_g(), p.g.cin_g());
+  Fit f = plan(p, false);
   if (f.applies) f.preferred = false, f.reason = "forward: forced only";
   return f;
 }
 
-// backward_data: ahead of grid_direct on every unit-stride fp32 case of the benchmark it applies
-// to (Zen 4, 1 thread, loaded machine, medians of 3, ms; oneDNN prim in brackets): mnist2 14.0 vs
-// 19.5 (13.8), grouped 12.9 vs 15.9 (13.2), resnet3x3 100 vs 114 (104), c3d_video 278 vs 350
-// (298). Kept off where that was not measured: partial 16-channel tiles (the lanes past C_in/g
-// are computed for nothing), a short reduction (the row's transpose and stores are paid per
-// C_out/g x taps multiply-adds), small problems, and inputs converted from another dtype.
+// backward_data, unit stride: ahead of grid_direct on every fp32 case of the benchmark it
+// applies to (Zen 4, 1 thread, loaded machine, medians of 3, ms; oneDNN prim in brackets): mnist2
+// 14.0 vs 19.5 (13.8), grouped 12.9 vs 15.9 (13.2), resnet3x3 100 vs 114 (104), c3d_video 278 vs
+// 350 (298). Kept off where that was not measured: partial 16-channel tiles (the lanes past
+// C_in/g are computed for nothing), a short reduction (the row's transpose and stores are paid
+// per C_out/g x taps multiply-adds), small problems, and inputs converted from another dtype.
 Fit plan_data(const Problem& p) {
-  if (!unit_stride(p.g)) return Fit{false, false, "needs unit stride", {}};
   const ConvGeometry& g = p.g;
-  Fit f = plan_pass(p, flipped_for_data(g), g.cin_g(), g.cout_g());
+  Fit f = plan(p, true);
   if (!f.applies) return f;
   const char* why = g.cin_g() % 16 != 0            ? "C_in/g not a multiple of 16"
                     : g.cout_g() * g.k_size() < 32 ? "reduction (C_out/g x taps) below 32"
                     : p.macs() < double(1 << 22)   ? "below 4M multiply-adds"
                     : p.converts                   ? "inputs converted from another dtype"
+                    : !unit_stride(g)              ? "strided"
                                                    : nullptr;
   if (why) f.preferred = false, f.reason = why;
   return f;
 }
 
-// packed[grp][blk][kd, kh][c][kw][16]: lane i = W(blk * 16 + i, c, (kd, kh, kw)), zero past m.
-// Tap-row-major, so the kernel's channel loop over one tap row streams contiguous weights.
-void pack_weights(const ClPass& ps, float* packed) {
-  const int64_t K = ps.fg.k_size(), KW = ps.fg.k[2], B = blocks16(ps.m);
-  const float* w32 = f32_data(ps.w);
-  for_tasks(ps.fg.groups * B, [&](int64_t gb) {
-    const int64_t grp = gb / B, blk = gb % B;
-    float* dst = packed + gb * ps.C * K * 16;
-    for (int64_t tr = 0; tr < tap_rows(ps.fg); ++tr)
-      for (int64_t c = 0; c < ps.C; ++c)
-        for (int64_t kw = 0; kw < KW; ++kw, dst += 16)
-          for (int64_t i = 0; i < 16; ++i) {
-            const int64_t o = blk * 16 + i, q = tr * KW + kw;
-            const int64_t at = grp * ps.wg + o * ps.so + c * ps.si + (ps.flip ? K - 1 - q : q);
-            dst[i] = o >= ps.m ? 0.0f : w32 ? w32[at] : ps.w.value(at);
+// packed[grp][blk][tap row][c][i][16]: lane l = W(blk * 16 + l, c, (kd, kh, row_tap(i))), zero
+// past m; tap rows (kd, kh) in order among the pass's taps. Tap-row-major, so the kernel's
+// channel loop over one tap row streams contiguous weights.
+void pack_weights(const ClPass& ps, const Source& w, int64_t groups, float* packed) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
+  const int64_t B = blocks16(ps.m), nW = W.taps(), wg = ps.m * ps.C * D.K * H.K * W.K;
+  const float* w32 = f32_data(w);
+  int64_t kw[kClMaxKw];  // the row taps in kernel order
+  for (int64_t i = 0; i < nW; ++i) kw[i] = W.row_tap(i);
+  for_tasks(groups * B, [&](int64_t gb) {
+    const int64_t grp = gb / B, blk = gb % B, nl = std::min<int64_t>(16, ps.m - blk * 16);
+    float* dst = packed + gb * ps.C * ps.taps() * 16;
+    for (int64_t kd = 0; kd < D.K; ++kd)
+      for (int64_t kh = 0; kh < H.K; ++kh) {
+        if (!D.member(kd) || !H.member(kh)) continue;
+        for (int64_t c = 0; c < ps.C; ++c)
+          for (int64_t i = 0; i < nW; ++i, dst += 16) {
+            const int64_t at = grp * wg + (blk * 16) * ps.so + c * ps.si + (kd * H.K + kh) * W.K;
+            for (int64_t l = 0; l < 16; ++l)
+              dst[l] = l >= nl ? 0.0f
+                       : w32   ? w32[at + l * ps.so + kw[i]]
+                               : w.value(at + l * ps.so + kw[i]);
           }
+      }
   });
 }
 
-// The tap rows (kd, kh) whose input row exists for output row (od, oh): their offsets in a source
-// channel (column 0 of the input row) and in a channel's packed weights. Returns how many.
-int64_t list_tap_rows(const ConvGeometry& fg, int64_t C, int64_t od, int64_t oh, int64_t* soff,
-                      int64_t* woff) {
-  int64_t n = 0;
-  for (int64_t kd = 0; kd < fg.k[0]; ++kd) {
-    const int64_t id = od + kd * fg.dil[0] - fg.pad_before[0];
-    if (id < 0 || id >= fg.in[0]) continue;
-    for (int64_t kh = 0; kh < fg.k[1]; ++kh) {
-      const int64_t ih = oh + kh * fg.dil[1] - fg.pad_before[1];
-      if (ih < 0 || ih >= fg.in[1]) continue;
-      soff[n] = (id * fg.in[1] + ih) * fg.in[2];
-      woff[n++] = (kd * fg.k[1] + kh) * C * fg.k[2] * 16;
+// The tap rows (kd, kh) of the pass whose source row exists for output row (ud, uh): their
+// offsets in a source channel (column 0 of the source row) and in a channel block's packed
+// weights. Returns how many.
+int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, int64_t* soff, int64_t* woff) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1];
+  const int64_t per_row = ps.C * ps.ax[2].taps() * 16;
+  int64_t n = 0, rank = 0;
+  for (int64_t kd = 0; kd < D.K; ++kd) {
+    if (!D.member(kd)) continue;
+    const int64_t id = ud + D.e(kd);
+    for (int64_t kh = 0; kh < H.K; ++kh) {
+      if (!H.member(kh)) continue;
+      const int64_t ih = uh + H.e(kh), r = rank++;
+      if (id < 0 || id >= D.src || ih < 0 || ih >= H.src) continue;
+      soff[n] = (id * H.src + ih) * ps.ax[2].src;
+      woff[n++] = r * per_row;
     }
   }
   return n;
 }
 
-// Output rows [r0, r1) of one (sample, group): src [C, S_in] -> out [m, S_out].
-void run_rows(const ClPass& ps, int64_t grp, const float* src, float* out, int64_t r0, int64_t r1,
-              int64_t* soff, int64_t* woff, const float* packed) {
-  const ConvGeometry& fg = ps.fg;
-  const int64_t S_out = fg.out_size(), K = fg.k_size(), B = blocks16(ps.m);
-  const int64_t Wo = fg.out[2], tiles = ceil_div(Wo, kClMaxRow);
-  ClRow r{src, soff, woff, 0, ps.C, fg.in_size(), nullptr, fg.k[2] * 16, 0, fg.in[2]};
+// Output rows [r0, r1) of a pass for one (sample, group): src [C, S_src] -> out [m, S_dst].
+void run_rows(const ClPass& ps, const float* src, float* out, int64_t r0, int64_t r1, int64_t* soff,
+              int64_t* woff, const float* packed) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
+  const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
+  const int64_t tiles = ceil_div(W.out, kClMaxRow);
+  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0;
+  ClRow r{src, soff, woff, 0, ps.C, ps.src_size(), nullptr, nW * 16, 0, W.src};
   for (int64_t row = r0; row < r1; ++row) {
-    r.rows = list_tap_rows(fg, ps.C, row / fg.out[1], row % fg.out[1], soff, woff);
+    const int64_t ud = row / H.out, uh = row % H.out;
+    float* dst =
+        out +
+        ((D.s_out() * ud + D.b_out()) * H.dst_size + H.s_out() * uh + H.b_out()) * W.dst_size +
+        W.b_out();
+    r.rows = nW > 0 ? list_tap_rows(ps, ud, uh, soff, woff) : 0;
     for (int64_t blk = 0; blk < B; ++blk) {
-      r.w = packed + (grp * B + blk) * ps.C * K * 16;
       const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
+      float* dst_blk = dst + blk * 16 * S_dst;
+      if (nW == 0) {  // no tap reaches this phase: zeros
+        for (int64_t o = 0; o < nch; ++o)
+          for (int64_t u = 0; u < W.out; ++u) dst_blk[o * S_dst + u * W.s_out()] = 0.0f;
+        continue;
+      }
+      r.w = packed + blk * ps.C * ps.taps() * 16;
       for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
-        const int64_t ow0 = i * Wo / tiles, ow1 = (i + 1) * Wo / tiles;
-        r.col0 = ow0 - fg.pad_before[2];
-        cl_direct_row_avx512(ow1 - ow0, fg.k[2], r, out + blk * 16 * S_out + row * Wo + ow0, S_out,
-                             nch);
+        const int64_t u0 = i * W.out / tiles, u1 = (i + 1) * W.out / tiles;
+        r.col0 = u0 + e0;
+        cl_direct_row_avx512(u1 - u0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, W.s_out());
       }
     }
   }
 }
 
-void run_pass(const ClPass& ps, const Problem& p, const Blocking& b, const Operands<float>& o) {
-  const ConvGeometry& fg = ps.fg;
-  const int64_t S_in = fg.in_size(), S_out = fg.out_size(), R = out_rows(fg);
-  const int64_t blocks = ceil_div(R, b.rows);
-  pack_weights(ps, o.shared);
-  for_tasks(fg.N * fg.groups * blocks, [&](int64_t t) {
-    const int64_t ng = t / blocks, r0 = t % blocks * b.rows, r1 = std::min(R, r0 + b.rows);
+// Tasks (sample, group, block): block i of nb takes the same share of every pass's output rows,
+// so a strided data gradient's phases write the neighbouring elements of the same dx rows while
+// they are still in cache (one pass after another, stride2's dx lines came from memory twice).
+void run(const Problem& p, const Blocking& b, const Operands<float>& o, bool data) {
+  const ConvGeometry& g = p.g;
+  const Source& src = data ? o.ysrc : o.xsrc;
+  const int64_t src_sample = data ? g.C_out * g.out_size() : g.C_in * g.in_size();
+  const int64_t P = passes(p, data), nb = ceil_div(pass(p, data, 0).rows(), b.rows);
+  for (int64_t i = 0, at = 0; i < P; ++i) {
+    const ClPass ps = pass(p, data, i);
+    pack_weights(ps, o.wsrc, g.groups, o.shared + at);
+    at += packed_elems(ps, g.groups);
+  }
+  for_tasks(g.N * g.groups * nb, [&](int64_t t) {
+    const int64_t ng = t / nb, blk = t % nb, n = ng / g.groups, grp = ng % g.groups;
     int64_t* soff = reinterpret_cast<int64_t*>(slot_scratch(p, b, o));
-    int64_t* woff = soff + tap_rows(fg);
-    const Source src = ps.src.at(ng * ps.C * S_in);  // [C, S_in]
-    const float* src32 = f32_data(src);
-    if (!src32) {  // other dtypes: the whole (sample, group) converted into the slot
-      float* buf = reinterpret_cast<float*>(woff + tap_rows(fg));
-      src.convert(ps.C * S_in, 1, buf);
-      src32 = buf;
+    int64_t* woff = soff + g.k[0] * g.k[1];
+    const ClPass first = pass(p, data, 0);
+    const int64_t S_src = first.src_size(), C = first.C;
+    const Source s = src.at(n * src_sample + grp * C * S_src);  // [C, S_src]
+    const float* s32 = f32_data(s);
+    if (!s32) {  // other dtypes: the whole (sample, group) converted into the slot
+      float* buf = reinterpret_cast<float*>(woff + g.k[0] * g.k[1]);
+      s.convert(C * S_src, 1, buf);
+      s32 = buf;
     }
-    run_rows(ps, ng % fg.groups, src32, ps.out + ng * ps.m * S_out, r0, r1, soff, woff, o.shared);
+    const float* packed = o.shared;
+    for (int64_t i = 0; i < P; ++i) {
+      const ClPass ps = i == 0 ? first : pass(p, data, i);
+      const int64_t R = ps.rows(), per_group = blocks16(ps.m) * ps.C * ps.taps() * 16;
+      run_rows(ps, s32, o.out + ng * ps.m * ps.dst_size(), R * blk / nb, R * (blk + 1) / nb, soff,
+               woff, packed + grp * per_group);
+      packed += packed_elems(ps, g.groups);
+    }
   });
 }
 
 void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  run_pass(forward_pass(p, o), p, b, o);
+  run(p, b, o, false);
 }
 void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  run_pass(data_pass(p, o), p, b, o);
+  run(p, b, o, true);
 }
 
 }  // namespace
 
+// run_f32 reads the inputs as stored (other dtypes converted a (sample, group) at a time).
 const Algorithm kClDirectForward{"cl_direct",
                                  Primitive::kForward,
                                  plan_forward,

@@ -38,9 +38,10 @@ struct ClRow {
   int64_t width;  // input columns per row: columns outside [0, width) are padding
 };
 
-// out[o * ld_out + u] = the tile's output channel o at position u, for o < nch (<= 16) and
-// u < ur (1..kClMaxRow), with kw (1..kClMaxKw) taps per row; zero when no tap row exists.
+// out[o * ld_out + u * os] = the tile's output channel o at position u, for o < nch (<= 16) and
+// u < ur (1..kClMaxRow), with kw (1..kClMaxKw) taps per row; zero when no tap row exists. os:
+// the output's column stride (a strided data gradient's phase writes every os-th column).
 void cl_direct_row_avx512(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
-                          int64_t nch);
+                          int64_t nch, int64_t os);
 
 }  // namespace aclnn_cpu::conv

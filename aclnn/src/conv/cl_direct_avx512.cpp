@@ -34,19 +34,41 @@ static inline void fma_bcast(__m512& acc, __m512 w, const float* x) {
   asm("vfmadd231ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*x));
 }
 
+// out[o * ld_out + u * os] = v[o][u] for o < nch, u < ur: contiguous, every other element (a
+// stride-2 data gradient's phase, like direct_scatter2_avx512), or one by one.
+void store_tile(const __m512* v, int64_t ur, float* out, int64_t ld_out, int64_t nch, int64_t os) {
+  if (os == 1) {
+    const __mmask16 m = gemm::first_lanes(ur);
+    for (int64_t o = 0; o < nch; ++o) _mm512_mask_storeu_ps(out + o * ld_out, m, v[o]);
+  } else if (os == 2) {  // lane 2k of the low (high) half is v[k] (v[8 + k])
+    const __m512i lo_idx = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i hi_idx = _mm512_add_epi32(lo_idx, _mm512_set1_epi32(8));
+    const __mmask16 lo = gemm::first_lanes(2 * ur - 1) & 0x5555;
+    const __mmask16 hi = gemm::first_lanes(2 * ur - 17) & 0x5555;
+    for (int64_t o = 0; o < nch; ++o) {
+      _mm512_mask_storeu_ps(out + o * ld_out, lo, _mm512_permutexvar_ps(lo_idx, v[o]));
+      _mm512_mask_storeu_ps(out + o * ld_out + 16, hi, _mm512_permutexvar_ps(hi_idx, v[o]));
+    }
+  } else {
+    alignas(64) float lanes[16];
+    for (int64_t o = 0; o < nch; ++o) {
+      _mm512_store_ps(lanes, v[o]);
+      for (int64_t u = 0; u < ur; ++u) out[o * ld_out + u * os] = lanes[u];
+    }
+  }
+}
+
 // acc[u] (16 output channels at output u of the tile) = sum over tap rows t, channels c, kw of
 // W[c][t][kw] * src[c][row t][col0 + u + kw]. Source column p = u + kw of the tile is multiplied
 // into the (up to KW) accumulators it reaches; p outside [plo, phi) is padding and
-// skipped. Then out[o][u] = acc[u][o] (a 16 x 16 transpose, masked to ur positions, nch channels).
-template <int UR, int KW>
-void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch) {
-  constexpr int P = UR + KW - 1;  // source columns the tile reads
-  const int64_t plo = max64(0, -r.col0), phi = min64(P, r.width - r.col0);
+// skipped. Then out[o][u * os] = acc[u][o] (a 16 x 16 transpose, then store_tile).
+// acc[u] += the tile's tap rows, channels and row taps; kEdges: skip the source columns p outside
+// [plo, phi) (interior tiles have none, and run without the per-column tests).
+template <int UR, int KW, bool kEdges>
+inline void accumulate(__m512 (&acc)[UR], const ClRow& r, int64_t plo, int64_t phi) {
+  constexpr int P = UR + KW - 1;
   const float* const src = r.src;
   const int64_t C = r.C, ldc = r.ldc, wc = r.wc, rows = r.rows;
-  __m512 acc[UR];
-#pragma GCC unroll 16
-  for (int u = 0; u < UR; ++u) acc[u] = _mm512_setzero_ps();
   for (int64_t t = 0; t < rows; ++t) {
     const float* wt = r.w + r.woff[t];
     // Index of column col0 of this tap row in channel 0; columns p >= plo are inside the row.
@@ -57,7 +79,7 @@ void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch) {
       for (int k = 0; k < KW; ++k) wv[k] = _mm512_loadu_ps(wt + 16 * k);
 #pragma GCC unroll 32
       for (int p = 0; p < P; ++p) {
-        if (p < plo || p >= phi) continue;
+        if (kEdges && (p < plo || p >= phi)) continue;
 #pragma GCC unroll 8
         for (int k = 0; k < KW; ++k) {
           const int u = p - k;
@@ -66,15 +88,28 @@ void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch) {
       }
     }
   }
+}
+
+template <int UR, int KW>
+void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch, int64_t os) {
+  constexpr int P = UR + KW - 1;  // source columns the tile reads
+  const int64_t plo = max64(0, -r.col0), phi = min64(P, r.width - r.col0);
+  __m512 acc[UR];
+#pragma GCC unroll 16
+  for (int u = 0; u < UR; ++u) acc[u] = _mm512_setzero_ps();
+  if (plo == 0 && phi == P) {
+    accumulate<UR, KW, false>(acc, r, plo, phi);
+  } else {
+    accumulate<UR, KW, true>(acc, r, plo, phi);
+  }
   __m512 v[16];
 #pragma GCC unroll 16
   for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
   gemm::transpose16(v);
-  const __mmask16 m = gemm::first_lanes(UR);
-  for (int64_t o = 0; o < nch; ++o) _mm512_mask_storeu_ps(out + o * ld_out, m, v[o]);
+  store_tile(v, UR, out, ld_out, nch, os);
 }
 
-using RowTile = void (*)(const ClRow&, float*, int64_t, int64_t);
+using RowTile = void (*)(const ClRow&, float*, int64_t, int64_t, int64_t);
 
 template <int KW>
 constexpr RowTile kRowTiles[kClMaxRow + 1] = {
@@ -104,8 +139,8 @@ RowTile row_tile_for(int64_t ur, int64_t kw) {
 }  // namespace
 
 void cl_direct_row_avx512(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
-                          int64_t nch) {
-  row_tile_for(ur, kw)(r, out, ld_out, nch);
+                          int64_t nch, int64_t os) {
+  row_tile_for(ur, kw)(r, out, ld_out, nch, os);
 }
 
 }  // namespace aclnn_cpu::conv
