@@ -8,8 +8,8 @@
 //   backward_data    per phase b of dx (dx index s*u + b): src dy, the taps with
 //                    (b + pb - k*dil) divisible by s, e = (b + pb - k*dil) / s, and the result
 //                    placed at dx[s*u + b] (tap_grid.h's decomposition; one phase at unit stride).
-// Along rows the taps of a pass must be consecutive offsets (unit dilation there): the kernel
-// holds a row of outputs and walks the source columns.
+// Along rows the taps of a pass are offsets 1 apart (or 2: dilation 2 at unit stride, computed as
+// two rows of every other output): the kernel holds a row of outputs and walks the source columns.
 //
 //   task (pass, sample, group, block of output rows): for each output row and block of 16 output
 //   channels, the row's tiles (<= 14 positions each) over the tap rows whose source row exists,
@@ -118,8 +118,9 @@ Fit plan(const Problem& p, bool data) {
     f.reason = "needs fp32 and AVX-512";
   } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
     f.reason = "empty";
-  } else if (g.dil[2] != 1 || (!data && !unit_stride(g))) {
-    f.reason = data ? "needs unit dilation along rows" : "needs unit stride, unit dilation";
+  } else if (g.dil[2] > 2 || (g.dil[2] == 2 && g.stride[2] != 1) || (!data && !unit_stride(g))) {
+    f.reason = data ? "dilation along rows above 2, or 2 with a stride"
+                    : "needs unit stride and dilation along rows of at most 2";
   } else if (g.k[2] > kClMaxKw || passes(p, data) > kMaxPhases) {
     f.reason = "kernel wider than 7, or more than 64 phases";
   } else {
@@ -159,7 +160,6 @@ Fit plan_data(const Problem& p) {
                     : g.cout_g() * g.k_size() < 32 ? "reduction (C_out/g x taps) below 32"
                     : p.macs() < double(1 << 22)   ? "below 4M multiply-adds"
                     : p.converts                   ? "inputs converted from another dtype"
-                    : !unit_stride(g)              ? "strided"
                                                    : nullptr;
   if (why) f.preferred = false, f.reason = why;
   return f;
@@ -218,9 +218,8 @@ void run_rows(const ClPass& ps, const float* src, float* out, int64_t r0, int64_
               int64_t* woff, const float* packed) {
   const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
-  const int64_t tiles = ceil_div(W.out, kClMaxRow);
-  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0;
-  ClRow r{src, soff, woff, 0, ps.C, ps.src_size(), nullptr, nW * 16, 0, W.src};
+  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.dil;
+  ClRow r{src, soff, woff, 0, ps.C, ps.src_size(), nullptr, nW * 16, 0, W.src, d};
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t ud = row / H.out, uh = row % H.out;
     float* dst =
@@ -237,18 +236,20 @@ void run_rows(const ClPass& ps, const float* src, float* out, int64_t r0, int64_
         continue;
       }
       r.w = packed + blk * ps.C * ps.taps() * 16;
-      for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
-        const int64_t u0 = i * W.out / tiles, u1 = (i + 1) * W.out / tiles;
-        r.col0 = u0 + e0;
-        cl_direct_row_avx512(u1 - u0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, W.s_out());
+      // Dilation d along rows (unit stride): outputs u = res + d*j read input columns
+      // res + e0 + d*(j + k), a row of its own per residue res.
+      for (int64_t res = 0; res < d; ++res) {
+        const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, kClMaxRow);
+        for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
+          const int64_t j0 = i * J / tiles, j1 = (i + 1) * J / tiles, u0 = res + d * j0;
+          r.col0 = u0 + e0;
+          cl_direct_row_avx512(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
+        }
       }
     }
   }
 }
 
-// Tasks (sample, group, block): block i of nb takes the same share of every pass's output rows,
-// so a strided data gradient's phases write the neighbouring elements of the same dx rows while
-// they are still in cache (one pass after another, stride2's dx lines came from memory twice).
 void run(const Problem& p, const Blocking& b, const Operands<float>& o, bool data) {
   const ConvGeometry& g = p.g;
   const Source& src = data ? o.ysrc : o.xsrc;

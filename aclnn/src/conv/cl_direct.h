@@ -34,11 +34,13 @@ struct ClRow {
   int64_t C, ldc;       // source channels; floats between channels of src
   const float* w;       // packed weights: tap row t, channel c at w + woff[t] + c * wc
   int64_t wc;
-  int64_t col0;   // input column of the tile's first output at kw = 0 (ow0 - pb2; may be < 0)
+  int64_t col0;   // input column of the tile's first output at its first row tap (may be < 0)
   int64_t width;  // input columns per row: columns outside [0, width) are padding
+  int64_t cs;     // input columns between row taps and between outputs: 1, or 2 (dilation 2)
 };
 
-// out[o * ld_out + u * os] = the tile's output channel o at position u, for o < nch (<= 16) and
+// out[o * ld_out + u * os] = the tile's output channel o at position u (reading input columns
+// col0 + (u + k) * cs for row tap k), for o < nch (<= 16) and
 // u < ur (1..kClMaxRow), with kw (1..kClMaxKw) taps per row; zero when no tap row exists. os:
 // the output's column stride (a strided data gradient's phase writes every os-th column).
 void cl_direct_row_avx512(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,

@@ -59,12 +59,12 @@ void store_tile(const __m512* v, int64_t ur, float* out, int64_t ld_out, int64_t
 }
 
 // acc[u] (16 output channels at output u of the tile) = sum over tap rows t, channels c, kw of
-// W[c][t][kw] * src[c][row t][col0 + u + kw]. Source column p = u + kw of the tile is multiplied
-// into the (up to KW) accumulators it reaches; p outside [plo, phi) is padding and
+// W[c][t][kw] * src[c][row t][col0 + (u + kw) * CS]. Source column p = u + kw of the tile is
+// multiplied into the (up to KW) accumulators it reaches; p outside [plo, phi) is padding and
 // skipped. Then out[o][u * os] = acc[u][o] (a 16 x 16 transpose, then store_tile).
 // acc[u] += the tile's tap rows, channels and row taps; kEdges: skip the source columns p outside
 // [plo, phi) (interior tiles have none, and run without the per-column tests).
-template <int UR, int KW, bool kEdges>
+template <int UR, int KW, int CS, bool kEdges>
 inline void accumulate(__m512 (&acc)[UR], const ClRow& r, int64_t plo, int64_t phi) {
   constexpr int P = UR + KW - 1;
   const float* const src = r.src;
@@ -83,24 +83,26 @@ inline void accumulate(__m512 (&acc)[UR], const ClRow& r, int64_t plo, int64_t p
 #pragma GCC unroll 8
         for (int k = 0; k < KW; ++k) {
           const int u = p - k;
-          if (u >= 0 && u < UR) fma_bcast(acc[u], wv[k], src + at + p);
+          if (u >= 0 && u < UR) fma_bcast(acc[u], wv[k], src + at + p * CS);
         }
       }
     }
   }
 }
 
-template <int UR, int KW>
+template <int UR, int KW, int CS>
 void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch, int64_t os) {
-  constexpr int P = UR + KW - 1;  // source columns the tile reads
-  const int64_t plo = max64(0, -r.col0), phi = min64(P, r.width - r.col0);
+  constexpr int P = UR + KW - 1;  // source columns the tile reads, CS apart
+  // Column p reads input column col0 + p * CS: inside the row for p in [plo, phi).
+  const int64_t plo = r.col0 < 0 ? (CS - 1 - r.col0) / CS : 0;
+  const int64_t phi = r.width > r.col0 ? min64(P, (r.width - r.col0 + CS - 1) / CS) : 0;
   __m512 acc[UR];
 #pragma GCC unroll 16
   for (int u = 0; u < UR; ++u) acc[u] = _mm512_setzero_ps();
   if (plo == 0 && phi == P) {
-    accumulate<UR, KW, false>(acc, r, plo, phi);
+    accumulate<UR, KW, CS, false>(acc, r, plo, phi);
   } else {
-    accumulate<UR, KW, true>(acc, r, plo, phi);
+    accumulate<UR, KW, CS, true>(acc, r, plo, phi);
   }
   __m512 v[16];
 #pragma GCC unroll 16
@@ -111,28 +113,40 @@ void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch, int64_t o
 
 using RowTile = void (*)(const ClRow&, float*, int64_t, int64_t, int64_t);
 
-template <int KW>
-constexpr RowTile kRowTiles[kClMaxRow + 1] = {
-    nullptr,          row_tile<1, KW>,  row_tile<2, KW>,  row_tile<3, KW>,  row_tile<4, KW>,
-    row_tile<5, KW>,  row_tile<6, KW>,  row_tile<7, KW>,  row_tile<8, KW>,  row_tile<9, KW>,
-    row_tile<10, KW>, row_tile<11, KW>, row_tile<12, KW>, row_tile<13, KW>, row_tile<14, KW>};
+template <int KW, int CS>
+constexpr RowTile kRowTiles[kClMaxRow + 1] = {nullptr,
+                                              row_tile<1, KW, CS>,
+                                              row_tile<2, KW, CS>,
+                                              row_tile<3, KW, CS>,
+                                              row_tile<4, KW, CS>,
+                                              row_tile<5, KW, CS>,
+                                              row_tile<6, KW, CS>,
+                                              row_tile<7, KW, CS>,
+                                              row_tile<8, KW, CS>,
+                                              row_tile<9, KW, CS>,
+                                              row_tile<10, KW, CS>,
+                                              row_tile<11, KW, CS>,
+                                              row_tile<12, KW, CS>,
+                                              row_tile<13, KW, CS>,
+                                              row_tile<14, KW, CS>};
 
+template <int CS>
 RowTile row_tile_for(int64_t ur, int64_t kw) {
   switch (kw) {
     case 1:
-      return kRowTiles<1>[ur];
+      return kRowTiles<1, CS>[ur];
     case 2:
-      return kRowTiles<2>[ur];
+      return kRowTiles<2, CS>[ur];
     case 3:
-      return kRowTiles<3>[ur];
+      return kRowTiles<3, CS>[ur];
     case 4:
-      return kRowTiles<4>[ur];
+      return kRowTiles<4, CS>[ur];
     case 5:
-      return kRowTiles<5>[ur];
+      return kRowTiles<5, CS>[ur];
     case 6:
-      return kRowTiles<6>[ur];
+      return kRowTiles<6, CS>[ur];
     default:
-      return kRowTiles<7>[ur];
+      return kRowTiles<7, CS>[ur];
   }
 }
 
@@ -140,7 +154,7 @@ RowTile row_tile_for(int64_t ur, int64_t kw) {
 
 void cl_direct_row_avx512(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
                           int64_t nch, int64_t os) {
-  row_tile_for(ur, kw)(r, out, ld_out, nch, os);
+  (r.cs == 2 ? row_tile_for<2>(ur, kw) : row_tile_for<1>(ur, kw))(r, out, ld_out, nch, os);
 }
 
 }  // namespace aclnn_cpu::conv
