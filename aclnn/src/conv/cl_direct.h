@@ -3,19 +3,20 @@
 // multiply-add lands on a real input element: no tap reaching into the padding is computed and no
 // lane is spent past the end of a row.
 //
-// A forward-form convolution (unit stride; forward, or the data gradient as the forward of dy with
-// the flipped weights) of one (sample, group):
+// One pass of algo_cl_direct.cpp (the forward, or one phase of a data gradient) of one (sample,
+// group) is a sum of shifted source rows:
 //
-//   out[o][od, oh, ow] = sum_{c < C, kd, kh, kw} W[o][c][kd, kh, kw] * src[c][id, ih, iw]
-//   with id = od + kd*dil0 - pb0, ih = oh + kh*dil1 - pb1, iw = ow + kw - pb2
+//   out[o][ud, uh, u] = sum_{c < C, tap rows (kd, kh), k < KW} W[o][c][kd, kh, k] *
+//                       src[c][ud + e_kd, uh + e_kh, u * cs + e_0 + k * cs]
 //
-// The kernel reads src as stored (channel-major rows) and holds, for one output row,
-// acc[u] = out[o0 .. o0+16][ow0 + u]. The driver lists the tap rows (kd, kh) whose input row
-// exists for that row, so the kh range is clipped per output row at no cost. Along the row,
-// source column col0 + p (p < UR + KW - 1) feeds the outputs u = p - kw: per (tap row, c) the
-// kernel loads the KW weight vectors W[o0..][c][kd, kh, kw] and issues, for every source column
-// inside the input row, its (up to KW) FMAs with the element broadcast from memory; columns in
-// the padding are skipped, so the left and right edges cost nothing either. UR + KW <= 21 zmm.
+// (e: the taps' source offsets; cs: 1, or 2 for dilation 2 along rows, each residue of u a row of
+// its own). The kernel reads src as stored (channel-major rows) and holds, for one output row,
+// acc[u] = out[o0 .. o0+16][u0 + u]. The driver lists the tap rows whose source row exists for
+// that row, so the kh range is clipped per output row at no cost. Along the row, source column
+// p (p < UR + KW - 1) feeds the outputs u = p - k: per (tap row, c) the kernel loads the KW weight
+// vectors W[o0..][c][kd, kh, k] and issues, for every source column inside the input row, its
+// (up to KW) FMAs with the element broadcast from memory; columns in the padding are skipped, so
+// the left and right edges cost nothing either. UR + KW <= 21 zmm.
 #pragma once
 
 #include <cstdint>
