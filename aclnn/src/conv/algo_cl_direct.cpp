@@ -146,12 +146,14 @@ Fit plan_forward(const Problem& p) {
   return f;
 }
 
-// backward_data, unit stride: ahead of grid_direct on every fp32 case of the benchmark it
-// applies to (Zen 4, 1 thread, loaded machine, medians of 3, ms; oneDNN prim in brackets): mnist2
-// 14.0 vs 19.5 (13.8), grouped 12.9 vs 15.9 (13.2), resnet3x3 100 vs 114 (104), c3d_video 278 vs
-// 350 (298). Kept off where that was not measured: partial 16-channel tiles (the lanes past
-// C_in/g are computed for nothing), a short reduction (the row's transpose and stores are paid
-// per C_out/g x taps multiply-adds), small problems, and inputs converted from another dtype.
+// backward_data: ahead of what ran before (grid_direct; strided: col2im_gemm) on every fp32 case
+// of the benchmark it applies to, and level with oneDNN's primitives (Zen 4, 1 thread, load
+// ~5.5, interleaved medians of 3, ms: ours before / cl_direct / oneDNN prim): mnist2 14.0 / 9.84
+// / 9.98, grouped 11.6 / 9.34 / 8.92, stride2 42.3 / 35.0 / 37.6, dilated 40.0 / 33.4 / 33.0,
+// resnet3x3 79.4 / 71.5 / 71.5, c3d_video 264 / 199 / 197. Kept off where that was not measured:
+// partial 16-channel tiles (the lanes past C_in/g are computed for nothing), a short reduction
+// (the row's transpose and stores are paid per C_out/g x taps multiply-adds), small problems,
+// and inputs converted from another dtype (the 16-bit paths keep grid_direct's converting bands).
 Fit plan_data(const Problem& p) {
   const ConvGeometry& g = p.g;
   Fit f = plan(p, true);
