@@ -22,9 +22,6 @@ namespace {
 inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
-inline int64_t max64(int64_t a, int64_t b) {
-  return a > b ? a : b;
-}
 
 // acc += w * broadcast(*x), the broadcast folded into the FMA as its memory operand ({1to16}).
 // Compilers load a value broadcast into several FMAs once into a register instead (a separate
@@ -62,9 +59,10 @@ void store_tile(const __m512* v, int64_t ur, float* out, int64_t ld_out, int64_t
 // W[c][t][kw] * src[c][row t][col0 + (u + kw) * CS]. Source column p = u + kw of the tile is
 // multiplied into the (up to KW) accumulators it reaches; p outside [plo, phi) is padding and
 // skipped. Then out[o][u * os] = acc[u][o] (a 16 x 16 transpose, then store_tile).
-// acc[u] += the tile's tap rows, channels and row taps; kEdges: skip the source columns p outside
-// [plo, phi) (interior tiles have none, and run without the per-column tests).
-template <int UR, int KW, int CS, bool kEdges>
+// acc[u] += the tile's tap rows, channels and row taps, skipping the source columns p outside
+// [plo, phi): kGuard 0, none (an interior tile); 1, the first and last KW - 1 columns are tested
+// (plo < KW and phi >= UR: a row's edge within the kernel's reach); 2, every column.
+template <int UR, int KW, int CS, int kGuard>
 inline void accumulate(__m512 (&acc)[UR], const ClRow& r, int64_t plo, int64_t phi) {
   constexpr int P = UR + KW - 1;
   const float* const src = r.src;
@@ -79,7 +77,8 @@ inline void accumulate(__m512 (&acc)[UR], const ClRow& r, int64_t plo, int64_t p
       for (int k = 0; k < KW; ++k) wv[k] = _mm512_loadu_ps(wt + 16 * k);
 #pragma GCC unroll 32
       for (int p = 0; p < P; ++p) {
-        if (kEdges && (p < plo || p >= phi)) continue;
+        if (kGuard == 2 && (p < plo || p >= phi)) continue;
+        if (kGuard == 1 && ((p < KW - 1 && p < plo) || (p >= UR && p >= phi))) continue;
 #pragma GCC unroll 8
         for (int k = 0; k < KW; ++k) {
           const int u = p - k;
@@ -100,9 +99,11 @@ void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch, int64_t o
 #pragma GCC unroll 16
   for (int u = 0; u < UR; ++u) acc[u] = _mm512_setzero_ps();
   if (plo == 0 && phi == P) {
-    accumulate<UR, KW, CS, false>(acc, r, plo, phi);
+    accumulate<UR, KW, CS, 0>(acc, r, plo, phi);
+  } else if (plo < KW && phi >= UR) {
+    accumulate<UR, KW, CS, 1>(acc, r, plo, phi);
   } else {
-    accumulate<UR, KW, CS, true>(acc, r, plo, phi);
+    accumulate<UR, KW, CS, 2>(acc, r, plo, phi);
   }
   __m512 v[16];
 #pragma GCC unroll 16
