@@ -10,6 +10,7 @@ namespace aclnn_cpu::conv {
 extern const Algorithm kDepthwiseForward;      // algo_depthwise.cpp
 extern const Algorithm kPointwiseForward;      // algo_pointwise.cpp
 extern const Algorithm kStridedDirectForward;  // algo_strided_direct.cpp
+extern const Algorithm kClDirectForward;       // algo_cl_direct.cpp
 extern const Algorithm kGridDirectForward;     // algo_grid_direct.cpp
 extern const Algorithm kGridGemmForward;       // algo_grid_gemm.cpp
 extern const Algorithm kImplicitGemmForward;   // algo_implicit_gemm.cpp
@@ -18,6 +19,7 @@ extern const Algorithm kIm2colGemmForward;     // algo_im2col_gemm.cpp
 // backward_data
 extern const Algorithm kDepthwiseData;
 extern const Algorithm kPointwiseData;
+extern const Algorithm kClDirectData;
 extern const Algorithm kGridDirectData;
 extern const Algorithm kFlipGridGemmData;  // algo_flipped.cpp: forward algorithms on the
                                            // flipped geometry (unit stride)

@@ -19,21 +19,21 @@ namespace {
 // In order of preference: the specialised direct kernels first, the general lowerings last (the
 // last of each list applies to every geometry and dtype).
 const Algorithm* const kForward[] = {
-    &kDepthwiseForward, &kPointwiseForward,    &kStridedDirectForward, &kGridDirectForward,
-    &kGridGemmForward,  &kImplicitGemmForward, &kIm2colGemmForward};
-const Algorithm* const kData[] = {&kDepthwiseData,    &kPointwiseData,        &kGridDirectData,
-                                  &kFlipGridGemmData, &kFlipImplicitGemmData, &kFlipIm2colGemmData,
-                                  &kCol2imGemmData};
+    &kDepthwiseForward,  &kPointwiseForward, &kStridedDirectForward, &kClDirectForward,
+    &kGridDirectForward, &kGridGemmForward,  &kImplicitGemmForward,  &kIm2colGemmForward};
+const Algorithm* const kData[] = {&kDepthwiseData,      &kPointwiseData,    &kClDirectData,
+                                  &kGridDirectData,     &kFlipGridGemmData, &kFlipImplicitGemmData,
+                                  &kFlipIm2colGemmData, &kCol2imGemmData};
 const Algorithm* const kWeight[] = {&kDepthwiseWeight,  &kPointwiseWeight, &kStridedDirectWeight,
                                     &kGridDirectWeight, &kGridGemmWeight,  &kImplicitGemmWeight,
                                     &kIm2colGemmWeight};
 const Algorithm* const kAll[] = {
-    &kDepthwiseForward,    &kPointwiseForward,    &kStridedDirectForward, &kGridDirectForward,
-    &kGridGemmForward,     &kImplicitGemmForward, &kIm2colGemmForward,    &kDepthwiseData,
-    &kPointwiseData,       &kGridDirectData,      &kFlipGridGemmData,     &kFlipImplicitGemmData,
-    &kFlipIm2colGemmData,  &kCol2imGemmData,      &kDepthwiseWeight,      &kPointwiseWeight,
-    &kStridedDirectWeight, &kGridDirectWeight,    &kGridGemmWeight,       &kImplicitGemmWeight,
-    &kIm2colGemmWeight};
+    &kDepthwiseForward,  &kPointwiseForward,     &kStridedDirectForward, &kClDirectForward,
+    &kGridDirectForward, &kGridGemmForward,      &kImplicitGemmForward,  &kIm2colGemmForward,
+    &kDepthwiseData,     &kPointwiseData,        &kClDirectData,         &kGridDirectData,
+    &kFlipGridGemmData,  &kFlipImplicitGemmData, &kFlipIm2colGemmData,   &kCol2imGemmData,
+    &kDepthwiseWeight,   &kPointwiseWeight,      &kStridedDirectWeight,  &kGridDirectWeight,
+    &kGridGemmWeight,    &kImplicitGemmWeight,   &kIm2colGemmWeight};
 
 // The comma-separated names of ACLNN_CPU_CONV_ALGO, or empty.
 std::string_view forced_list() {

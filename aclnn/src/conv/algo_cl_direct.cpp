@@ -1,0 +1,316 @@
+// cl_direct: fp32 convolutions on the channel-lane row kernels of cl_direct.h (AVX-512): the
+// forward (unit stride), and the data gradient (any stride) as a sum of shifted rows of dy per
+// phase of dx.
+//
+// A pass computes out[o][u] = sum_{c, taps} W(o, c, tap) * src[c][u + e_tap] over output
+// positions u (per dim) and taps with source offsets e (per dim):
+//   forward          src x, out y, every tap, e = k*dil - pb (unit stride);
+//   backward_data    per phase b of dx (dx index s*u + b): src dy, the taps with
+//                    (b + pb - k*dil) divisible by s, e = (b + pb - k*dil) / s, and the result
+//                    placed at dx[s*u + b] (tap_grid.h's decomposition; one phase at unit stride).
+// Along rows the taps of a pass are offsets 1 apart (or 2: dilation 2 at unit stride, computed as
+// two rows of every other output): the kernel holds a row of outputs and walks the source columns.
+//
+//   task (pass, sample, group, block of output rows): for each output row and block of 16 output
+//   channels, the row's tiles (<= 14 positions each) over the tap rows whose source row exists,
+//   reading the source [C, S] as stored (other dtypes: converted a (sample, group) at a time into
+//   the slot) and storing into the output directly. Weights packed once per call and pass:
+//   [group][16-channel block][tap row][c][tap along the row][16].
+//
+// Against grid_direct's padded grid nothing is computed on padding (taps clipped per row, edge
+// columns skipped), no lane is spent past a row, and there is no band to build nor block to copy
+// out: 14x14 outputs with a 5x5 kernel, pad 2, take 16% fewer multiply-adds, and the grid
+// kernel's rows mode computes 16 lanes per 14-wide row.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+#include "conv/algo_support.h"
+#include "conv/algorithms.h"
+#include "conv/cl_direct.h"
+#include "conv/tap_grid.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+// One spatial dim of a pass: its taps (weight tap k -> source offset e), output extent and where
+// output u goes (dst index s_out * u + b_out, in a dst of extent dst_size).
+struct Axis {
+  bool data = false;
+  int64_t s = 1, b = 0, pb = 0, dil = 1, K = 1;
+  int64_t out = 0, src = 0, dst_size = 0;
+
+  // (Unit stride spelled out: the per-row tap lists would otherwise divide per tap.)
+  bool member(int64_t k) const { return !data || s == 1 || ((b + pb - k * dil) % s + s) % s == 0; }
+  int64_t e(int64_t k) const {
+    return !data ? k * dil - pb : s == 1 ? b + pb - k * dil : (b + pb - k * dil) / s;
+  }
+  int64_t taps() const {
+    int64_t n = 0;
+    for (int64_t k = 0; k < K; ++k) n += member(k);
+    return n;
+  }
+  // Along rows: the i-th tap in order of increasing e (data: k descending).
+  int64_t row_tap(int64_t i) const {
+    for (int64_t k = data ? K - 1 : 0, seen = 0; k >= 0 && k < K; k += data ? -1 : 1)
+      if (member(k) && seen++ == i) return k;
+    return 0;
+  }
+  int64_t s_out() const { return data ? s : 1; }
+  int64_t b_out() const { return data ? b : 0; }
+};
+
+// A pass of one primitive: m output channels from C source channels per group; W(o, c, q) =
+// w[grp * Cog * Cig * K + o * so + c * si + q].
+struct ClPass {
+  std::array<Axis, 3> ax;
+  int64_t m, C, so, si;
+  int64_t taps() const { return ax[0].taps() * ax[1].taps() * ax[2].taps(); }
+  int64_t tap_rows() const { return ax[0].taps() * ax[1].taps(); }
+  int64_t rows() const { return ax[0].out * ax[1].out; }
+  int64_t src_size() const { return ax[0].src * ax[1].src * ax[2].src; }
+  int64_t dst_size() const { return ax[0].dst_size * ax[1].dst_size * ax[2].dst_size; }
+};
+
+ClPass forward_pass(const ConvGeometry& g) {
+  ClPass ps{{}, g.cout_g(), g.cin_g(), g.cin_g() * g.k_size(), g.k_size()};
+  for (int d = 0; d < 3; ++d)
+    ps.ax[d] = Axis{false, 1, 0, g.pad_before[d], g.dil[d], g.k[d], g.out[d], g.in[d], g.out[d]};
+  return ps;
+}
+
+// Phase i of the data gradient: dx[c] (phase) = sum_{o, taps} w[o][c][q] * dy[o][u + e].
+ClPass data_pass(const ConvGeometry& g, int64_t i) {
+  const std::array<int64_t, 3> b = data_phase(g, i);
+  ClPass ps{{}, g.cin_g(), g.cout_g(), g.k_size(), g.cin_g() * g.k_size()};
+  for (int d = 0; d < 3; ++d)
+    ps.ax[d] = Axis{true,
+                    g.stride[d],
+                    b[d],
+                    g.pad_before[d],
+                    g.dil[d],
+                    g.k[d],
+                    ceil_div(g.in[d] - b[d], g.stride[d]),
+                    g.out[d],
+                    g.in[d]};
+  return ps;
+}
+
+int64_t passes(const Problem& p, bool data) {
+  return data ? data_phase_count(p.g) : 1;
+}
+ClPass pass(const Problem& p, bool data, int64_t i) {
+  return data ? data_pass(p.g, i) : forward_pass(p.g);
+}
+
+int64_t blocks16(int64_t m) {
+  return ceil_div(m, 16);
+}
+// Packed weights of one pass, all groups.
+int64_t packed_elems(const ClPass& ps, int64_t groups) {
+  return groups * blocks16(ps.m) * 16 * ps.C * ps.taps();
+}
+
+Fit plan(const Problem& p, bool data) {
+  Fit f;
+  const ConvGeometry& g = p.g;
+  if (p.fp64 || !p.avx512()) {
+    f.reason = "needs fp32 and AVX-512";
+  } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
+    f.reason = "empty";
+  } else if (g.dil[2] > 2 || (g.dil[2] == 2 && g.stride[2] != 1) || (!data && !unit_stride(g))) {
+    f.reason = data ? "dilation along rows above 2, or 2 with a stride"
+                    : "needs unit stride and dilation along rows of at most 2";
+  } else if (g.k[2] > kClMaxKw || passes(p, data) > kMaxPhases) {
+    f.reason = "kernel wider than 7, or more than 64 phases";
+  } else {
+    f.applies = true;
+    f.preferred = true;
+    f.reason = "16-channel row tiles";
+    const ClPass first = pass(p, data, 0);  // the largest
+    const int64_t C = first.C, src = first.src_size();
+    // Slot: the tap-row lists (two int64 per tap row), then (other dtypes) one (sample, group)
+    // of the source as fp32.
+    f.b.slot_elems = round16(4 * g.k[0] * g.k[1]) + (p.converts ? round16(C * src) : 0);
+    for (int64_t i = 0; i < passes(p, data); ++i)
+      f.b.shared_elems += packed_elems(pass(p, data, i), g.groups);
+    f.b.rows = block_size(first.rows(), ceil_div(pieces_wanted(p), passes(p, data)));
+  }
+  return f;
+}
+
+// Forced only: the forward has no benchmark of its own yet to set a rule by.
+Fit plan_forward(const Problem& p) {
+  Fit f = plan(p, false);
+  if (f.applies) f.preferred = false, f.reason = "forward: forced only";
+  return f;
+}
+
+// backward_data: ahead of what ran before (grid_direct; strided: col2im_gemm) on every fp32 case
+// of the benchmark it applies to, and level with oneDNN's primitives (Zen 4, 1 thread, load
+// ~5.5, interleaved medians of 3, ms: ours before / cl_direct / oneDNN prim): mnist2 14.0 / 9.84
+// / 9.98, grouped 11.6 / 9.34 / 8.92, stride2 42.3 / 35.0 / 37.6, dilated 40.0 / 33.4 / 33.0,
+// resnet3x3 79.4 / 71.5 / 71.5, c3d_video 264 / 199 / 197. Kept off where that was not measured:
+// partial 16-channel tiles (the lanes past C_in/g are computed for nothing), a short reduction
+// (the row's transpose and stores are paid per C_out/g x taps multiply-adds), small problems,
+// and inputs converted from another dtype (the 16-bit paths keep grid_direct's converting bands).
+Fit plan_data(const Problem& p) {
+  const ConvGeometry& g = p.g;
+  Fit f = plan(p, true);
+  if (!f.applies) return f;
+  const char* why = g.cin_g() % 16 != 0            ? "C_in/g not a multiple of 16"
+                    : g.cout_g() * g.k_size() < 32 ? "reduction (C_out/g x taps) below 32"
+                    : p.macs() < double(1 << 22)   ? "below 4M multiply-adds"
+                    : p.converts                   ? "inputs converted from another dtype"
+                                                   : nullptr;
+  if (why) f.preferred = false, f.reason = why;
+  return f;
+}
+
+// packed[grp][blk][tap row][c][i][16]: lane l = W(blk * 16 + l, c, (kd, kh, row_tap(i))), zero
+// past m; tap rows (kd, kh) in order among the pass's taps. Tap-row-major, so the kernel's
+// channel loop over one tap row streams contiguous weights.
+void pack_weights(const ClPass& ps, const Source& w, int64_t groups, float* packed) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
+  const int64_t B = blocks16(ps.m), nW = W.taps(), wg = ps.m * ps.C * D.K * H.K * W.K;
+  const float* w32 = f32_data(w);
+  int64_t kw[kClMaxKw];  // the row taps in kernel order
+  for (int64_t i = 0; i < nW; ++i) kw[i] = W.row_tap(i);
+  for_tasks(groups * B, [&](int64_t gb) {
+    const int64_t grp = gb / B, blk = gb % B, nl = std::min<int64_t>(16, ps.m - blk * 16);
+    float* dst = packed + gb * ps.C * ps.taps() * 16;
+    for (int64_t kd = 0; kd < D.K; ++kd)
+      for (int64_t kh = 0; kh < H.K; ++kh) {
+        if (!D.member(kd) || !H.member(kh)) continue;
+        for (int64_t c = 0; c < ps.C; ++c)
+          for (int64_t i = 0; i < nW; ++i, dst += 16) {
+            const int64_t at = grp * wg + (blk * 16) * ps.so + c * ps.si + (kd * H.K + kh) * W.K;
+            for (int64_t l = 0; l < 16; ++l)
+              dst[l] = l >= nl ? 0.0f
+                       : w32   ? w32[at + l * ps.so + kw[i]]
+                               : w.value(at + l * ps.so + kw[i]);
+          }
+      }
+  });
+}
+
+// The tap rows (kd, kh) of the pass whose source row exists for output row (ud, uh): their
+// offsets in a source channel (column 0 of the source row) and in a channel block's packed
+// weights. Returns how many.
+int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, int64_t* soff, int64_t* woff) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1];
+  const int64_t per_row = ps.C * ps.ax[2].taps() * 16;
+  int64_t n = 0, rank = 0;
+  for (int64_t kd = 0; kd < D.K; ++kd) {
+    if (!D.member(kd)) continue;
+    const int64_t id = ud + D.e(kd);
+    for (int64_t kh = 0; kh < H.K; ++kh) {
+      if (!H.member(kh)) continue;
+      const int64_t ih = uh + H.e(kh), r = rank++;
+      if (id < 0 || id >= D.src || ih < 0 || ih >= H.src) continue;
+      soff[n] = (id * H.src + ih) * ps.ax[2].src;
+      woff[n++] = r * per_row;
+    }
+  }
+  return n;
+}
+
+// Output rows [r0, r1) of a pass for one (sample, group): src [C, S_src] -> out [m, S_dst].
+void run_rows(const ClPass& ps, const float* src, float* out, int64_t r0, int64_t r1, int64_t* soff,
+              int64_t* woff, const float* packed) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
+  const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
+  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.dil;
+  ClRow r{src, soff, woff, 0, ps.C, ps.src_size(), nullptr, nW * 16, 0, W.src, d};
+  for (int64_t row = r0; row < r1; ++row) {
+    const int64_t ud = row / H.out, uh = row % H.out;
+    float* dst =
+        out +
+        ((D.s_out() * ud + D.b_out()) * H.dst_size + H.s_out() * uh + H.b_out()) * W.dst_size +
+        W.b_out();
+    r.rows = nW > 0 ? list_tap_rows(ps, ud, uh, soff, woff) : 0;
+    for (int64_t blk = 0; blk < B; ++blk) {
+      const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
+      float* dst_blk = dst + blk * 16 * S_dst;
+      if (nW == 0) {  // no tap reaches this phase: zeros
+        for (int64_t o = 0; o < nch; ++o)
+          for (int64_t u = 0; u < W.out; ++u) dst_blk[o * S_dst + u * W.s_out()] = 0.0f;
+        continue;
+      }
+      r.w = packed + blk * ps.C * ps.taps() * 16;
+      // Dilation d along rows (unit stride): outputs u = res + d*j read input columns
+      // res + e0 + d*(j + k), a row of its own per residue res.
+      for (int64_t res = 0; res < d; ++res) {
+        const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, kClMaxRow);
+        for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
+          const int64_t j0 = i * J / tiles, j1 = (i + 1) * J / tiles, u0 = res + d * j0;
+          r.col0 = u0 + e0;
+          cl_direct_row_avx512(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
+        }
+      }
+    }
+  }
+}
+
+void run(const Problem& p, const Blocking& b, const Operands<float>& o, bool data) {
+  const ConvGeometry& g = p.g;
+  const Source& src = data ? o.ysrc : o.xsrc;
+  const int64_t src_sample = data ? g.C_out * g.out_size() : g.C_in * g.in_size();
+  const int64_t P = passes(p, data), nb = ceil_div(pass(p, data, 0).rows(), b.rows);
+  for (int64_t i = 0, at = 0; i < P; ++i) {
+    const ClPass ps = pass(p, data, i);
+    pack_weights(ps, o.wsrc, g.groups, o.shared + at);
+    at += packed_elems(ps, g.groups);
+  }
+  for_tasks(g.N * g.groups * nb, [&](int64_t t) {
+    const int64_t ng = t / nb, blk = t % nb, n = ng / g.groups, grp = ng % g.groups;
+    int64_t* soff = reinterpret_cast<int64_t*>(slot_scratch(p, b, o));
+    int64_t* woff = soff + g.k[0] * g.k[1];
+    const ClPass first = pass(p, data, 0);
+    const int64_t S_src = first.src_size(), C = first.C;
+    const Source s = src.at(n * src_sample + grp * C * S_src);  // [C, S_src]
+    const float* s32 = f32_data(s);
+    if (!s32) {  // other dtypes: the whole (sample, group) converted into the slot
+      float* buf = reinterpret_cast<float*>(woff + g.k[0] * g.k[1]);
+      s.convert(C * S_src, 1, buf);
+      s32 = buf;
+    }
+    const float* packed = o.shared;
+    for (int64_t i = 0; i < P; ++i) {
+      const ClPass ps = i == 0 ? first : pass(p, data, i);
+      const int64_t R = ps.rows(), per_group = blocks16(ps.m) * ps.C * ps.taps() * 16;
+      run_rows(ps, s32, o.out + ng * ps.m * ps.dst_size(), R * blk / nb, R * (blk + 1) / nb, soff,
+               woff, packed + grp * per_group);
+      packed += packed_elems(ps, g.groups);
+    }
+  });
+}
+
+void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  run(p, b, o, false);
+}
+void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  run(p, b, o, true);
+}
+
+}  // namespace
+
+// run_f32 reads the inputs as stored (other dtypes converted a (sample, group) at a time).
+const Algorithm kClDirectForward{"cl_direct",
+                                 Primitive::kForward,
+                                 plan_forward,
+                                 forward,
+                                 nullptr,
+                                 nullptr,
+                                 /*reads_sources=*/true,
+                                 /*needs_isa=*/gemm::Isa::kAvx512};
+const Algorithm kClDirectData{"cl_direct",
+                              Primitive::kBackwardData,
+                              plan_data,
+                              backward_data,
+                              nullptr,
+                              nullptr,
+                              /*reads_sources=*/true,
+                              /*needs_isa=*/gemm::Isa::kAvx512};
+
+}  // namespace aclnn_cpu::conv
