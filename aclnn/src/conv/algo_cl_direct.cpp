@@ -153,7 +153,10 @@ Fit plan_forward(const Problem& p) {
 // resnet3x3 79.4 / 71.5 / 71.5, c3d_video 264 / 199 / 197. Kept off where that was not measured:
 // partial 16-channel tiles (the lanes past C_in/g are computed for nothing), a short reduction
 // (the row's transpose and stores are paid per C_out/g x taps multiply-adds), small problems,
-// and inputs converted from another dtype (the 16-bit paths keep grid_direct's converting bands).
+// and bf16 inputs where grid_direct runs its vdpbf16ps kernels. Inputs converted from another
+// dtype (fp16, USE_FP16, HF32, bf16 without the dot kernels) are converted a (sample, group) at a
+// time and still win (Zen 4, 1 thread, backward_data ms, grid_direct or col2im / cl_direct:
+// mnist2 f16 14.8 / 10.4, stride2 f16 43.1 / 35.5, resnet3x3 USE_FP16 84.8 / 68.9).
 Fit plan_data(const Problem& p) {
   const ConvGeometry& g = p.g;
   Fit f = plan(p, true);
@@ -161,7 +164,7 @@ Fit plan_data(const Problem& p) {
   const char* why = g.cin_g() % 16 != 0            ? "C_in/g not a multiple of 16"
                     : g.cout_g() * g.k_size() < 32 ? "reduction (C_out/g x taps) below 32"
                     : p.macs() < double(1 << 22)   ? "below 4M multiply-adds"
-                    : p.converts                   ? "inputs converted from another dtype"
+                    : p.bf16                       ? "bf16 inputs: grid_direct's vdpbf16ps kernels"
                                                    : nullptr;
   if (why) f.preferred = false, f.reason = why;
   return f;
