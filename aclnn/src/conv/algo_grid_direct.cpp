@@ -253,13 +253,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   // run's first output (inside the box every read is inside x, so no padded band is built).
   const bool in_place = p.avx512() && o.xsrc.kind == SrcKind::kF32;
   int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + taps_elems(T) + boxes_elems(T));
-  for (int64_t t = 0; t < T; ++t) {
-    const int64_t q = taps[t].q, k[3] = {q / (g.k[1] * g.k[2]), q / g.k[2] % g.k[1], q % g.k[2]};
-    int64_t e[3];
-    for (int d = 0; d < 3; ++d) e[d] = k[d] * g.dil[d] - g.pad_before[d];
-    xoff[t] = (e[0] * g.in[1] + e[1]) * g.in[2] + e[2];
-  }
-  const InPlaceX xl{S_in, g.stride[2], g.stride[1] * g.in[2]};
+  for (int64_t t = 0; t < T; ++t) xoff[t] = tap_source_offset(g, taps[t].q);
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, false);
@@ -277,11 +271,9 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             if (in_place) {
               const float* xs = static_cast<const float*>(x.data);
               weight_runs(tg, r0, r1, [&](int64_t j0, const WeightRuns& runs) {
-                const int64_t at =
-                    ((g.stride[0] * runs.o0) * g.in[1] + g.stride[1] * runs.o1) * g.in[2] +
-                    g.stride[2] * runs.o2;
-                direct_weight_in_place_avx512(m16, nc, T, xoff, box, xs + at, xl, dy_t + j0 * m16,
-                                              m16, runs, dwt);
+                direct_weight_in_place_avx512(m16, nc, T, xoff, box,
+                                              xs + run_source_offset(g, runs), in_place_layout(g),
+                                              dy_t + j0 * m16, m16, runs, dwt);
               });
               continue;
             }

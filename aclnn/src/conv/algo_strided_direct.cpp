@@ -235,13 +235,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   // offset from the source position of its run's first output; no x_t is built.
   const bool in_place = p.avx512() && o.xsrc.kind == SrcKind::kF32;
   int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + round16(2 * K) + round16(12 * K));
-  for (int64_t q = 0; q < K; ++q) {
-    const int64_t k[3] = {q / (g.k[1] * g.k[2]), q / g.k[2] % g.k[1], q % g.k[2]};
-    int64_t e[3];
-    for (int d = 0; d < 3; ++d) e[d] = k[d] * g.dil[d] - g.pad_before[d];
-    xoff[q] = (e[0] * g.in[1] + e[1]) * g.in[2] + e[2];
-  }
-  const InPlaceX xl{S_in, g.stride[2], g.stride[1] * g.in[2]};
+  for (int64_t q = 0; q < K; ++q) xoff[q] = tap_source_offset(g, q);
   const int64_t ldx = g.stride[2] * f.cb16, xrow = g.stride[1] * f.Wx * f.cb16;
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
@@ -260,10 +254,8 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
               if (in_place) {
                 const float* xs = static_cast<const float*>(x.data);
                 for_block_runs(g, f, od, o1, r, [&](int64_t i, int64_t j, const WeightRuns& runs) {
-                  const int64_t at =
-                      (g.stride[0] * od * g.in[1] + g.stride[1] * (o1 + i)) * g.in[2] +
-                      g.stride[2] * j;
-                  direct_weight_in_place_avx512(f.m16, nc, K, xoff, box, xs + at, xl,
+                  direct_weight_in_place_avx512(f.m16, nc, K, xoff, box,
+                                                xs + run_source_offset(g, runs), in_place_layout(g),
                                                 dy_t + (i * f.pitch + j) * f.m16, f.m16, runs, dwt);
                 });
                 continue;

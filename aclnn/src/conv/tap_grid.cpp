@@ -144,8 +144,15 @@ void grid_taps(const ConvGeometry& g, const TapGrid& tg, GridTap* taps) {
   }
 }
 
+namespace {
+// Kernel index per dim of weight tap q.
+std::array<int64_t, 3> tap_index(const ConvGeometry& g, int64_t q) {
+  return {q / (g.k[1] * g.k[2]), q / g.k[2] % g.k[1], q % g.k[2]};
+}
+}  // namespace
+
 TapBox tap_box(const ConvGeometry& g, int64_t q) {
-  const int64_t k[3] = {q / (g.k[1] * g.k[2]), q / g.k[2] % g.k[1], q % g.k[2]};
+  const std::array<int64_t, 3> k = tap_index(g, q);
   TapBox b;
   for (int d = 0; d < 3; ++d) {
     const int64_t e = tap_offset(g, d, k[d]);
@@ -154,6 +161,12 @@ TapBox tap_box(const ConvGeometry& g, int64_t q) {
     b.hi[d] = std::clamp<int64_t>(floor_div(g.in[d] - 1 - e, g.stride[d]) + 1, b.lo[d], g.out[d]);
   }
   return b;
+}
+
+int64_t tap_source_offset(const ConvGeometry& g, int64_t q) {
+  const std::array<int64_t, 3> k = tap_index(g, q);
+  return (tap_offset(g, 0, k[0]) * g.in[1] + tap_offset(g, 1, k[1])) * g.in[2] +
+         tap_offset(g, 2, k[2]);
 }
 
 namespace {

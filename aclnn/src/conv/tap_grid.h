@@ -80,6 +80,18 @@ void grid_taps(const ConvGeometry& g, const TapGrid& tg, GridTap* taps);
 // reads inside the input: s*o + k*dil - pad_before in [0, in) per dim.
 TapBox tap_box(const ConvGeometry& g, int64_t q);
 
+// x read where it lies (direct_weight_in_place_avx512) for g's input [C_in, S_in]: weight tap q
+// reads output position o at source element (s*o per dim) + tap_source_offset(g, q), and a call's
+// runs start at source element run_source_offset(g, runs).
+int64_t tap_source_offset(const ConvGeometry& g, int64_t q);
+inline int64_t run_source_offset(const ConvGeometry& g, const WeightRuns& runs) {
+  return (g.stride[0] * runs.o0 * g.in[1] + g.stride[1] * runs.o1) * g.in[2] +
+         g.stride[2] * runs.o2;
+}
+inline InPlaceX in_place_layout(const ConvGeometry& g) {
+  return InPlaceX{g.in_size(), g.stride[2], g.stride[1] * g.in[2]};
+}
+
 // band[c][phase][i * Wp + col] for c < channels, every phase, i < band_rows(rows): phase plane
 // rows r0 + i of source channel c (element c * src_cstride on), zero outside the source. `plane` is
 // the band's phase stride (>= band_rows(rows) * Wp); channel stride phases() * plane.
