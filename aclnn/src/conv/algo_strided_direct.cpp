@@ -76,7 +76,7 @@ int64_t block_rows(const ConvGeometry& g, int64_t cblock) {
   int64_t rows = g.out[1];
   while (rows > 1) {
     const Frame f = frame_of(g, cblock, rows);
-    if ((f.dy_elems() + f.x_elems(g.k[0])) * 4 <= kBlockBytes) break;
+    if ((f.dy_elems() + f.x_elems(g.k[0])) * 4 <= block_budget(kBlockBytes)) break;
     rows = ceil_div(rows, 2);
   }
   return rows;

@@ -1,7 +1,9 @@
 #include "conv/algo_support.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 
 #include <cblas.h>
 #include <tbb/task_arena.h>
@@ -64,9 +66,17 @@ const float* weights_f32(const Source& w, int64_t count, float* scratch) {
   return scratch;
 }
 
+int64_t block_budget(int64_t bytes) {
+  static const bool small = [] {
+    const char* env = std::getenv("ACLNN_CPU_SMALL_BLOCKS");
+    return env != nullptr && std::string_view(env) == "1";
+  }();
+  return small ? 1 : bytes;
+}
+
 int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t want) {
   if (total <= 0) return 1;
-  int64_t cols = rows > 0 ? kColumnBudgetBytes / (rows * elem_bytes) : total;
+  int64_t cols = rows > 0 ? block_budget(kColumnBudgetBytes) / (rows * elem_bytes) : total;
   cols = std::min(cols, ceil_div(total, std::max<int64_t>(1, want)));
   return std::clamp<int64_t>(cols, std::min(kMinColumns, total), total);
 }

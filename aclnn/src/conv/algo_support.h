@@ -80,6 +80,10 @@ inline int64_t block_size(int64_t total, int64_t want) {
   if (total <= 0) return 1;
   return ceil_div(total, std::clamp<int64_t>(want, 1, total));
 }
+// A blocking budget of `bytes`, or 1 under the test switch ACLNN_CPU_SMALL_BLOCKS=1: every loop
+// over blocks sized by a budget then runs its smallest blocks, so their boundaries (a row block
+// starting past row 0, a 3d plane between blocks) are reached by the small shapes of the sweeps.
+int64_t block_budget(int64_t bytes);
 // Columns per chunk of a column matrix with `rows` rows: about 2 MiB per thread, at least 16
 // (unless the matrix is narrower), at most total / want (rounded up).
 int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t want);

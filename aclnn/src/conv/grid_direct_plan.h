@@ -24,7 +24,7 @@ constexpr int64_t kWeightChannels = 96;  // weight gradient: most input channels
 // Grid rows per task for an m-channel output block, with about `want` tasks per grid.
 inline int64_t rows_per_task(const TapGrid& tg, int64_t m, int64_t want) {
   const int64_t by_budget =
-      std::max<int64_t>(1, kBlockBytes / (std::max<int64_t>(m, 1) * tg.Wp() * 4));
+      std::max<int64_t>(1, block_budget(kBlockBytes) / (std::max<int64_t>(m, 1) * tg.Wp() * 4));
   return std::clamp<int64_t>(std::min(by_budget, ceil_div(tg.rows(), std::max<int64_t>(want, 1))),
                              1, std::max<int64_t>(tg.rows(), 1));
 }
