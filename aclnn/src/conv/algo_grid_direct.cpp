@@ -235,6 +235,32 @@ void weight_runs(const TapGrid& tg, int64_t r0, int64_t r1, F&& f) {
   }
 }
 
+// The output rows of grid rows before r, counting only rows that hold outputs (not the padding
+// rows between 3d planes): output position (o0, o1, 0) is dy element compact_row * out[2].
+int64_t compact_row(const TapGrid& tg, int64_t r) {
+  return r / tg.Hp() * tg.out[1] + std::min(r % tg.Hp(), tg.out[1]);
+}
+
+// The weight gradient of grid rows [r0, r1) of one sample with fp32 x and dy where they lie
+// (AVX-512): dy's positions of those rows are contiguous, so they become channels-last with one
+// transpose, dy_t [positions, m16], with no grid columns between rows; the kernel then walks dy_t
+// with pitch out[2] and x with its own layout.
+void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_t r1,
+                    const float* dy, int64_t m16, const float* x, int64_t nc, const int64_t* xoff,
+                    const TapBox* box, float* dy_t, float* dwt) {
+  const int64_t n = tg.out[2], q0 = compact_row(tg, r0);
+  const int64_t positions = (compact_row(tg, r1) - q0) * n;
+  if (positions <= 0) return;
+  direct_transpose(dy + q0 * n, g.out_size(), g.cout_g(), positions, dy_t, m16, m16);
+  weight_runs(tg, r0, r1, [&](int64_t, const WeightRuns& grid_runs) {
+    WeightRuns runs = grid_runs;
+    runs.pitch = n;
+    const int64_t j0 = (runs.o0 * tg.out[1] + runs.o1 - q0) * n + runs.o2;
+    direct_weight_in_place_avx512(m16, nc, tg.taps, xoff, box, x + run_source_offset(g, runs),
+                                  in_place_layout(g), dy_t + j0 * m16, m16, runs, dwt);
+  });
+}
+
 void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const ConvGeometry& g = p.g;
   const TapGrid tg = forward_grid(g);
@@ -251,7 +277,8 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   for (int64_t t = 0; t < T; ++t) box[t] = tap_box(g, taps[t].q);
   // fp32 x on AVX-512 is read where it lies: each tap's offset from the source position of its
   // run's first output (inside the box every read is inside x, so no padded band is built).
-  const bool in_place = p.avx512() && o.xsrc.kind == SrcKind::kF32;
+  const bool in_place =
+      p.avx512() && o.xsrc.kind == SrcKind::kF32 && o.ysrc.kind == SrcKind::kF32;
   int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + taps_elems(T) + boxes_elems(T));
   for (int64_t t = 0; t < T; ++t) xoff[t] = tap_source_offset(g, taps[t].q);
   for_weight_tasks(
@@ -265,18 +292,14 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
             const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
-            dy_channels_last(tg, o.ysrc.at((n * g.C_out + grp * Cog) * S_out), S_out, Cog, r0, r1,
-                             m16, row, dy_t);
             const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
+            const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
             if (in_place) {
-              const float* xs = static_cast<const float*>(x.data);
-              weight_runs(tg, r0, r1, [&](int64_t j0, const WeightRuns& runs) {
-                direct_weight_in_place_avx512(m16, nc, T, xoff, box,
-                                              xs + run_source_offset(g, runs), in_place_layout(g),
-                                              dy_t + j0 * m16, m16, runs, dwt);
-              });
+              in_place_block(g, tg, r0, r1, static_cast<const float*>(dy.data), m16,
+                             static_cast<const float*>(x.data), nc, xoff, box, dy_t, dwt);
               continue;
             }
+            dy_channels_last(tg, dy, S_out, Cog, r0, r1, m16, row, dy_t);
             band_channels_last(tg, x, S_in, nc, r0, r1, plane, cb16, row, band_t);
             weight_runs(tg, r0, r1, [&](int64_t j0, const WeightRuns& runs) {
               direct_grid_weight(m16, nc, T, off, box, band_t + j0 * cb16, cb16, dy_t + j0 * m16,
