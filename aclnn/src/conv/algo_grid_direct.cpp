@@ -135,6 +135,20 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o
                   [&](const Pass<Source>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
 }
 
+// Inputs of other dtypes (fp16, USE_FP16, ...) on AVX-512 are converted to fp32 a sample at a
+// time into the slot, x [cb, S_in] and dy [Cog, block positions], and then read in place like
+// fp32 ones (no band). Taken while the slots' x copies stay within the input's own element count
+// (1 byte an element: float8), so the workspace stays within its bound. Zen 4 (family 25 model
+// 17), 1 thread, backward_weight ms, band / converted in place: see the commit.
+bool converts_in_place(const Problem& p, const Blocking& b) {
+  const ConvGeometry& g = p.g;
+  return p.converts && p.avx512() &&
+         4 * p.slots * round16(b.cblock * g.in_size()) <= g.N * g.C_in * g.in_size();
+}
+int64_t converted_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {
+  return round16(g.cout_g() * b.rows * tg.out[2]) + round16(b.cblock * g.in_size());
+}
+
 Fit plan_weight(const Problem& p) {
   const ConvGeometry& g = p.g;
   const TapGrid tg = forward_grid(g);
@@ -156,7 +170,8 @@ Fit plan_weight(const Problem& p) {
   plan_weight_split(p, 4, even_cblock(p, kWeightChannels), f.b);
   f.b.rows = rows_per_task(tg, round16(g.cout_g()), 1);
   f.b.slot_elems = std::max(
-      weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total(),
+      weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total() +
+          (converts_in_place(p, f.b) ? converted_elems(g, tg, f.b) : 0),
       p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
   f.b.shared_elems = taps_elems(tg.taps) + boxes_elems(tg.taps) + round16(2 * tg.taps);
   return f;
@@ -246,12 +261,18 @@ int64_t compact_row(const TapGrid& tg, int64_t r) {
 // transpose, dy_t [positions, m16], with no grid columns between rows; the kernel then walks dy_t
 // with pitch out[2] and x with its own layout.
 void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_t r1,
-                    const float* dy, int64_t m16, const float* x, int64_t nc, const int64_t* xoff,
-                    const TapBox* box, float* dy_t, float* dwt) {
-  const int64_t n = tg.out[2], q0 = compact_row(tg, r0);
+                    const Source& dy, int64_t m16, const float* x, int64_t nc, const int64_t* xoff,
+                    const TapBox* box, float* stage, float* dy_t, float* dwt) {
+  const int64_t n = tg.out[2], q0 = compact_row(tg, r0), Cog = g.cout_g();
   const int64_t positions = (compact_row(tg, r1) - q0) * n;
   if (positions <= 0) return;
-  direct_transpose(dy + q0 * n, g.out_size(), g.cout_g(), positions, dy_t, m16, m16);
+  if (const float* dy32 = f32_data(dy)) {
+    direct_transpose(dy32 + q0 * n, g.out_size(), Cog, positions, dy_t, m16, m16);
+  } else {  // other dtypes: the block's positions converted, stage [Cog, positions]
+    for (int64_t o = 0; o < Cog; ++o)
+      dy.at(o * g.out_size() + q0 * n).convert(positions, 1, stage + o * positions);
+    direct_transpose(stage, positions, Cog, positions, dy_t, m16, m16);
+  }
   weight_runs(tg, r0, r1, [&](int64_t, const WeightRuns& grid_runs) {
     WeightRuns runs = grid_runs;
     runs.pitch = n;
@@ -277,8 +298,9 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   for (int64_t t = 0; t < T; ++t) box[t] = tap_box(g, taps[t].q);
   // fp32 x on AVX-512 is read where it lies: each tap's offset from the source position of its
   // run's first output (inside the box every read is inside x, so no padded band is built).
+  const bool converted = converts_in_place(p, b);
   const bool in_place =
-      p.avx512() && o.xsrc.kind == SrcKind::kF32 && o.ysrc.kind == SrcKind::kF32;
+      converted || (p.avx512() && o.xsrc.kind == SrcKind::kF32 && o.ysrc.kind == SrcKind::kF32);
   int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + taps_elems(T) + boxes_elems(T));
   for (int64_t t = 0; t < T; ++t) xoff[t] = tap_source_offset(g, taps[t].q);
   for_weight_tasks(
@@ -288,15 +310,18 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         float* row = dy_t + ws.dy_t;          // [16][phase][Wp]
         float* band_t = row + ws.band;        // [phase][plane][cb16]
         float* dwt = band_t + ws.band_t;      // [T, nc, m16]
+        float* stage = dwt + ws.dwt;          // converted: dy [Cog, positions]
+        float* x32 = stage + round16(Cog * b.rows * tg.out[2]);  // converted: x [nc, S_in]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         for (int64_t n = n0; n < n1; ++n) {
+          const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
+          const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
+          const float* xs = f32_data(x);
+          if (in_place && !xs) x.convert(nc * S_in, 1, x32), xs = x32;
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
             const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
-            const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
-            const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
             if (in_place) {
-              in_place_block(g, tg, r0, r1, static_cast<const float*>(dy.data), m16,
-                             static_cast<const float*>(x.data), nc, xoff, box, dy_t, dwt);
+              in_place_block(g, tg, r0, r1, dy, m16, xs, nc, xoff, box, stage, dy_t, dwt);
               continue;
             }
             dy_channels_last(tg, dy, S_out, Cog, r0, r1, m16, row, dy_t);
