@@ -14,7 +14,9 @@
 //                    band's phase planes likewise [phase][positions, cb16]; dwt [T, cb, Cog16] +=
 //                    the direct weight kernel, each tap over its positions inside x only
 //                    (tap_box); at the end dw block = dwt transposed back. fp32 x on AVX-512 is
-//                    not copied at all: the kernel broadcasts it from the source where it lies.
+//                    not copied at all: the kernel broadcasts it from the source where it lies,
+//                    and dy_t is the block's positions without grid columns (one transpose);
+//                    other dtypes are converted a sample at a time into the slot and read so.
 //
 // Cost rules: above ~4M multiply-adds (the scratch then pays off), at most 25% of the grid's
 // columns dropped, at most 64 phase planes.
@@ -135,16 +137,9 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o
                   [&](const Pass<Source>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
 }
 
-// Inputs of other dtypes (fp16, USE_FP16, ...) on AVX-512 are converted to fp32 a sample at a
-// time into the slot, x [cb, S_in] and dy [Cog, block positions], and then read in place like
-// fp32 ones (no band). Taken while the slots' x copies stay within the input's own element count
-// (1 byte an element: float8), so the workspace stays within its bound. Zen 4 (family 25 model
-// 17), 1 thread, backward_weight ms, band / converted in place: see the commit.
-bool converts_in_place(const Problem& p, const Blocking& b) {
-  const ConvGeometry& g = p.g;
-  return p.converts && p.avx512() &&
-         4 * p.slots * round16(b.cblock * g.in_size()) <= g.N * g.C_in * g.in_size();
-}
+// Converted inputs read in place (converts_x_in_place): x [cb, S_in] of a sample and dy [Cog,
+// block positions] in the slot (Zen 4, 1 thread, backward_weight ms, band / in place:
+// grouped/f16 14.97 / 9.40, stride2/usefp16 63.1 / 47.3, mnist2/f16 11.48 / 10.17).
 int64_t converted_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {
   return round16(g.cout_g() * b.rows * tg.out[2]) + round16(b.cblock * g.in_size());
 }
@@ -171,7 +166,7 @@ Fit plan_weight(const Problem& p) {
   f.b.rows = rows_per_task(tg, round16(g.cout_g()), 1);
   f.b.slot_elems = std::max(
       weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total() +
-          (converts_in_place(p, f.b) ? converted_elems(g, tg, f.b) : 0),
+          (converts_x_in_place(p, f.b.cblock) ? converted_elems(g, tg, f.b) : 0),
       p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
   f.b.shared_elems = taps_elems(tg.taps) + boxes_elems(tg.taps) + round16(2 * tg.taps);
   return f;
@@ -226,12 +221,12 @@ void band_channels_last(const TapGrid& tg, const Source& x, int64_t S_in, int64_
 
 // Calls f(j, runs) for the output positions of grid rows [r0, r1) as runs of `rows` x L
 // positions starting at block column j (a row's L output columns, rows Wp apart): about
-// kWeightCols positions per call, the grid's extra columns and the padding rows between 3d
+// `cols` positions per call, the grid's extra columns and the padding rows between 3d
 // output planes skipped.
 template <typename F>
-void weight_runs(const TapGrid& tg, int64_t r0, int64_t r1, F&& f) {
+void weight_runs(const TapGrid& tg, int64_t r0, int64_t r1, int64_t cols, F&& f) {
   const int64_t n = tg.out[2], Wp = tg.Wp();
-  const int64_t per_call = std::max<int64_t>(1, kWeightCols / std::max<int64_t>(n, 1));
+  const int64_t per_call = std::max<int64_t>(1, cols / std::max<int64_t>(n, 1));
   for (int64_t r = r0; r < r1;) {
     if (r % tg.Hp() >= tg.out[1]) {
       ++r;
@@ -240,11 +235,11 @@ void weight_runs(const TapGrid& tg, int64_t r0, int64_t r1, F&& f) {
     const int64_t plane_end = r - r % tg.Hp() + tg.out[1];
     const int64_t count = std::min({per_call, r1 - r, plane_end - r});
     const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
-    if (n <= kWeightCols) {
+    if (n <= cols) {
       f((r - r0) * Wp, WeightRuns{count, n, Wp, o0, o1, 0});
     } else {  // long rows (1-d): column chunks of one row
-      for (int64_t c = 0; c < n; c += kWeightCols)
-        f((r - r0) * Wp + c, WeightRuns{1, std::min(kWeightCols, n - c), Wp, o0, o1, c});
+      for (int64_t c = 0; c < n; c += cols)
+        f((r - r0) * Wp + c, WeightRuns{1, std::min(cols, n - c), Wp, o0, o1, c});
     }
     r += count;
   }
@@ -273,7 +268,7 @@ void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_
       dy.at(o * g.out_size() + q0 * n).convert(positions, 1, stage + o * positions);
     direct_transpose(stage, positions, Cog, positions, dy_t, m16, m16);
   }
-  weight_runs(tg, r0, r1, [&](int64_t, const WeightRuns& grid_runs) {
+  weight_runs(tg, r0, r1, kWeightColsInPlace, [&](int64_t, const WeightRuns& grid_runs) {
     WeightRuns runs = grid_runs;
     runs.pitch = n;
     const int64_t j0 = (runs.o0 * tg.out[1] + runs.o1 - q0) * n + runs.o2;
@@ -298,7 +293,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   for (int64_t t = 0; t < T; ++t) box[t] = tap_box(g, taps[t].q);
   // fp32 x on AVX-512 is read where it lies: each tap's offset from the source position of its
   // run's first output (inside the box every read is inside x, so no padded band is built).
-  const bool converted = converts_in_place(p, b);
+  const bool converted = converts_x_in_place(p, b.cblock);
   const bool in_place =
       converted || (p.avx512() && o.xsrc.kind == SrcKind::kF32 && o.ysrc.kind == SrcKind::kF32);
   int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + taps_elems(T) + boxes_elems(T));
@@ -306,11 +301,11 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, false);
-        float* dy_t = slot_scratch(p, b, o);  // [cols, m16]
-        float* row = dy_t + ws.dy_t;          // [16][phase][Wp]
-        float* band_t = row + ws.band;        // [phase][plane][cb16]
-        float* dwt = band_t + ws.band_t;      // [T, nc, m16]
-        float* stage = dwt + ws.dwt;          // converted: dy [Cog, positions]
+        float* dy_t = slot_scratch(p, b, o);                     // [cols, m16]
+        float* row = dy_t + ws.dy_t;                             // [16][phase][Wp]
+        float* band_t = row + ws.band;                           // [phase][plane][cb16]
+        float* dwt = band_t + ws.band_t;                         // [T, nc, m16]
+        float* stage = dwt + ws.dwt;                             // converted: dy [Cog, positions]
         float* x32 = stage + round16(Cog * b.rows * tg.out[2]);  // converted: x [nc, S_in]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         for (int64_t n = n0; n < n1; ++n) {
@@ -326,7 +321,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             }
             dy_channels_last(tg, dy, S_out, Cog, r0, r1, m16, row, dy_t);
             band_channels_last(tg, x, S_in, nc, r0, r1, plane, cb16, row, band_t);
-            weight_runs(tg, r0, r1, [&](int64_t j0, const WeightRuns& runs) {
+            weight_runs(tg, r0, r1, kWeightCols, [&](int64_t j0, const WeightRuns& runs) {
               direct_grid_weight(m16, nc, T, off, box, band_t + j0 * cb16, cb16, dy_t + j0 * m16,
                                  m16, runs, dwt);
             });

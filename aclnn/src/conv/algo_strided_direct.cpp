@@ -15,7 +15,8 @@
 //                    dwt [K, nc, m16] += direct_grid.h's weight kernel on runs of about
 //                    kCallPositions positions; at the end the dw block = dwt transposed back.
 //                    fp32 x on AVX-512 is read where it lies instead (no x_t): each tap's runs
-//                    are clipped to its positions inside x (tap_box), so no padding is read.
+//                    are clipped to its positions inside x (tap_box), so no padding is read;
+//                    other dtypes are converted a sample at a time into the slot and read so.
 //                    The kernel steps x by ldx per output column and pitch * ldx per output row:
 //                    with ldx = s2 * cb16 and pitch = s1 * Wx / s2 (Wx a multiple of s2) that is s2
 //                    input columns and s1 input rows; dy_t rows are `pitch` positions apart to
@@ -42,7 +43,10 @@ namespace aclnn_cpu::conv {
 namespace {
 
 constexpr double kMinMacs = double(1 << 22);
-constexpr int64_t kCallPositions = 64;               // output positions per kernel call
+constexpr int64_t kCallPositions = 64;  // output positions per kernel call
+// ... when x is read in place (AVX-512): no x_t lines to keep in L1 (Zen 4, 1 thread, min of 5
+// under load, ms: ct2d 2.71 -> 2.63, ct3d 3.33 -> 3.17).
+constexpr int64_t kCallPositionsInPlace = 256;
 constexpr int64_t kBlockBytes = int64_t{256} << 10;  // dy_t + x_t of one row block
 constexpr int64_t kMaxChannels = 96;                 // input channels per task
 
@@ -127,7 +131,8 @@ Fit plan(const Problem& p) {
   const int64_t T = g.k_size();
   // dy_t, x_t, dwt, then 16 converted rows of a non-fp32 source (staged for the transposes).
   f.b.slot_elems = fr.dy_elems() + fr.x_elems(g.k[0]) + round16(T * fr.cb16 * fr.m16) +
-                   round16(16 * std::max(g.in[2], g.out[2]));
+                   round16(16 * std::max(g.in[2], g.out[2])) +
+                   (converts_x_in_place(p, f.b.cblock) ? round16(f.b.cblock * g.in_size()) : 0);
   // x_t offsets (int64), tap boxes, in-place x offsets (int64)
   f.b.shared_elems = round16(2 * T) + round16(12 * T) + round16(2 * T);
   return f;
@@ -205,18 +210,18 @@ void build_x_t(const ConvGeometry& g, const Frame& f, const Source& x, int64_t n
 }
 
 // Calls call(r, j, runs) for output rows [o1, o1 + rows) of plane od (the block) as runs of about
-// kCallPositions positions, the first at block row r, column j.
+// `positions` positions, the first at block row r, column j.
 template <typename Call>
 void for_block_runs(const ConvGeometry& g, const Frame& f, int64_t od, int64_t o1, int64_t rows,
-                    Call&& call) {
+                    int64_t positions, Call&& call) {
   const int64_t n = g.out[2];
-  if (n > kCallPositions) {  // long rows: column chunks of one row
+  if (n > positions) {  // long rows: column chunks of one row
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < n; j += kCallPositions)
-        call(r, j, WeightRuns{1, std::min(kCallPositions, n - j), f.pitch, od, o1 + r, j});
+      for (int64_t j = 0; j < n; j += positions)
+        call(r, j, WeightRuns{1, std::min(positions, n - j), f.pitch, od, o1 + r, j});
     return;
   }
-  const int64_t per_call = std::max<int64_t>(1, kCallPositions / n);
+  const int64_t per_call = std::max<int64_t>(1, positions / n);
   for (int64_t r = 0; r < rows; r += per_call)
     call(r, 0, WeightRuns{std::min(per_call, rows - r), n, f.pitch, od, o1 + r, 0});
 }
@@ -232,8 +237,10 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   TapBox* box = reinterpret_cast<TapBox*>(o.shared + round16(2 * K));
   for (int64_t q = 0; q < K; ++q) box[q] = tap_box(g, q);
   // fp32 x on AVX-512 is read where it lies (as grid_direct's weight gradient): each tap's
-  // offset from the source position of its run's first output; no x_t is built.
-  const bool in_place = p.avx512() && o.xsrc.kind == SrcKind::kF32;
+  // offset from the source position of its run's first output; no x_t is built. Other dtypes
+  // are converted a sample at a time where that fits (converts_x_in_place), then read so too.
+  const bool in_place =
+      p.avx512() && (o.xsrc.kind == SrcKind::kF32 || converts_x_in_place(p, b.cblock));
   int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + round16(2 * K) + round16(12 * K));
   for (int64_t q = 0; q < K; ++q) xoff[q] = tap_source_offset(g, q);
   const int64_t ldx = g.stride[2] * f.cb16, xrow = g.stride[1] * f.Wx * f.cb16;
@@ -243,28 +250,34 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         float* x_t = dy_t + f.dy_elems();
         float* dwt = x_t + f.x_elems(g.k[0]);  // [K, nc, m16]
         float* stage = dwt + round16(K * f.cb16 * f.m16);
+        float* x32 = stage + round16(16 * std::max(g.in[2], g.out[2]));  // converted x [nc, S_in]
         std::memset(dwt, 0, static_cast<size_t>(K * nc * f.m16) * sizeof(float));
         for (int64_t n = n0; n < n1; ++n) {
           const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
           const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
+          const float* xs = f32_data(x);
+          if (in_place && !xs) x.convert(nc * S_in, 1, x32), xs = x32;
           for (int64_t od = 0; od < g.out[0]; ++od)
             for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
               const int64_t r = std::min(f.rows, g.out[1] - o1);
               build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
               if (in_place) {
-                const float* xs = static_cast<const float*>(x.data);
-                for_block_runs(g, f, od, o1, r, [&](int64_t i, int64_t j, const WeightRuns& runs) {
-                  direct_weight_in_place_avx512(f.m16, nc, K, xoff, box,
-                                                xs + run_source_offset(g, runs), in_place_layout(g),
-                                                dy_t + (i * f.pitch + j) * f.m16, f.m16, runs, dwt);
-                });
+                for_block_runs(g, f, od, o1, r, kCallPositionsInPlace,
+                               [&](int64_t i, int64_t j, const WeightRuns& runs) {
+                                 direct_weight_in_place_avx512(
+                                     f.m16, nc, K, xoff, box, xs + run_source_offset(g, runs),
+                                     in_place_layout(g), dy_t + (i * f.pitch + j) * f.m16, f.m16,
+                                     runs, dwt);
+                               });
                 continue;
               }
               build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
-              for_block_runs(g, f, od, o1, r, [&](int64_t i, int64_t j, const WeightRuns& runs) {
-                direct_grid_weight(f.m16, nc, K, off, box, x_t + i * xrow + j * ldx, ldx,
-                                   dy_t + (i * f.pitch + j) * f.m16, f.m16, runs, dwt);
-              });
+              for_block_runs(g, f, od, o1, r, kCallPositions,
+                             [&](int64_t i, int64_t j, const WeightRuns& runs) {
+                               direct_grid_weight(f.m16, nc, K, off, box, x_t + i * xrow + j * ldx,
+                                                  ldx, dy_t + (i * f.pitch + j) * f.m16, f.m16,
+                                                  runs, dwt);
+                             });
             }
         }
         for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q] = dwt[q][c][o]
