@@ -236,28 +236,49 @@ static inline __m512 round_fp16(__m512 v) {
   return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-void direct_convert_avx512(SrcKind kind, const void* src, int64_t n, float* dst) {
-  for (int64_t i = 0; i < n; i += 16) {
+// 16 elements of a `kKind` source from element i (m: the lanes that exist) as fp32.
+template <SrcKind kKind>
+inline __m512 load_converted(const void* src, int64_t i, __mmask16 m) {
+  if constexpr (kKind == SrcKind::kF16) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(src) + i));
+  } else if constexpr (kKind == SrcKind::kBF16 || kKind == SrcKind::kBF16Fp16) {
+    const __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(src) + i)),
+        16));
+    return kKind == SrcKind::kBF16Fp16 ? round_fp16(v) : v;
+  } else {
+    const __m512 v = _mm512_maskz_loadu_ps(m, static_cast<const float*>(src) + i);
+    return kKind == SrcKind::kF32Hf32   ? round_hf32(v)
+           : kKind == SrcKind::kF32Fp16 ? round_fp16(v)
+                                        : v;
+  }
+}
+
+// The kind chosen once per call, not per vector (the rows converted are often 14-56 elements).
+template <SrcKind kKind>
+void convert_run(const void* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load_converted<kKind>(src, i, 0xFFFF));
+  if (i < n) {
     const __mmask16 m = gemm::first_lanes(n - i);
-    __m512 v;
-    switch (kind) {
-      case SrcKind::kF16:
-        v = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(src) + i));
-        break;
-      case SrcKind::kBF16:
-      case SrcKind::kBF16Fp16:
-        v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(
-                                                      m, static_cast<const uint16_t*>(src) + i)),
-                                                  16));
-        if (kind == SrcKind::kBF16Fp16) v = round_fp16(v);
-        break;
-      default:
-        v = _mm512_maskz_loadu_ps(m, static_cast<const float*>(src) + i);
-        if (kind == SrcKind::kF32Hf32) v = round_hf32(v);
-        if (kind == SrcKind::kF32Fp16) v = round_fp16(v);
-        break;
-    }
-    _mm512_mask_storeu_ps(dst + i, m, v);
+    _mm512_mask_storeu_ps(dst + i, m, load_converted<kKind>(src, i, m));
+  }
+}
+
+void direct_convert_avx512(SrcKind kind, const void* src, int64_t n, float* dst) {
+  switch (kind) {
+    case SrcKind::kF16:
+      return convert_run<SrcKind::kF16>(src, n, dst);
+    case SrcKind::kBF16:
+      return convert_run<SrcKind::kBF16>(src, n, dst);
+    case SrcKind::kBF16Fp16:
+      return convert_run<SrcKind::kBF16Fp16>(src, n, dst);
+    case SrcKind::kF32Hf32:
+      return convert_run<SrcKind::kF32Hf32>(src, n, dst);
+    case SrcKind::kF32Fp16:
+      return convert_run<SrcKind::kF32Fp16>(src, n, dst);
+    default:
+      return convert_run<SrcKind::kF32>(src, n, dst);
   }
 }
 
