@@ -137,9 +137,17 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o
                   [&](const Pass<Source>& ps, float* shared) { run_pass(ps, shared, p, b, o); });
 }
 
-// Converted inputs read in place (converts_x_in_place): x [cb, S_in] of a sample and dy [Cog,
-// block positions] in the slot (Zen 4, 1 thread, backward_weight ms, band / in place:
-// grouped/f16 14.97 / 9.40, stride2/usefp16 63.1 / 47.3, mnist2/f16 11.48 / 10.17).
+// The AVX-512 weight kernel reads fp32 x where it lies; other dtypes (fp16, USE_FP16, ...) are
+// converted a sample at a time, x [cblock, S_in], into the slot and then read the same way, and dy
+// [Cog, block positions] likewise (Zen 4, 1 thread, backward_weight ms, band / in place:
+// grouped/f16 14.97 / 9.40, stride2/usefp16 63.1 / 47.3, mnist2/f16 11.48 / 10.17). Taken while
+// the slots' copies stay within x's own element count (1 byte an element: float8), so the
+// workspace bound holds; larger samples keep the converting band.
+bool converts_x_in_place(const Problem& p, int64_t cblock) {
+  const ConvGeometry& g = p.g;
+  return p.converts && p.avx512() &&
+         4 * p.slots * round16(cblock * g.in_size()) <= g.N * g.C_in * g.in_size();
+}
 int64_t converted_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {
   return round16(g.cout_g() * b.rows * tg.out[2]) + round16(b.cblock * g.in_size());
 }

@@ -16,7 +16,7 @@
 //                    kCallPositions positions; at the end the dw block = dwt transposed back.
 //                    fp32 x on AVX-512 is read where it lies instead (no x_t): each tap's runs
 //                    are clipped to its positions inside x (tap_box), so no padding is read;
-//                    other dtypes are converted a sample at a time into the slot and read so.
+//                    other dtypes are converted a block's input rows at a time (build_x_slab).
 //                    The kernel steps x by ldx per output column and pitch * ldx per output row:
 //                    with ldx = s2 * cb16 and pitch = s1 * Wx / s2 (Wx a multiple of s2) that is s2
 //                    input columns and s1 input rows; dy_t rows are `pitch` positions apart to
@@ -86,6 +86,21 @@ int64_t block_rows(const ConvGeometry& g, int64_t cblock) {
   return rows;
 }
 
+// Converted x on AVX-512: what a block of output rows (plane od, rows from o1) reads, as fp32
+// x_s [nc][k0][Rx][W]: planes s0*od - pb0 + kd*dil0, rows ih0 + i (ih0 = s1*o1 - pb1), every
+// column, in x's own row layout, so the in-place kernel reads it like x itself (slab_layout).
+// Rows and planes outside x are left unwritten: no tap reads them (tap_box).
+int64_t slab_elems(const ConvGeometry& g, const Frame& f) {
+  return round16(f.cb16 * g.k[0] * f.Rx * g.in[2]);
+}
+InPlaceX slab_layout(const ConvGeometry& g, const Frame& f) {
+  return InPlaceX{g.k[0] * f.Rx * g.in[2], g.stride[2], g.stride[1] * g.in[2]};
+}
+// Tap q's offset in x_s from its run's first output's (i, j) element i * s1 * W + j * s2.
+int64_t slab_tap_offset(const ConvGeometry& g, const Frame& f, int64_t q) {
+  const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
+  return (kd * f.Rx + kh * g.dil[1]) * g.in[2] + kw * g.dil[2] - g.pad_before[2];
+}
 // The rules both primitives share; avx512_measured: preferred on AVX-512 too.
 Fit common(const Problem& p, bool avx512_measured) {
   Fit f;
@@ -132,9 +147,9 @@ Fit plan(const Problem& p) {
   // dy_t, x_t, dwt, then 16 converted rows of a non-fp32 source (staged for the transposes).
   f.b.slot_elems = fr.dy_elems() + fr.x_elems(g.k[0]) + round16(T * fr.cb16 * fr.m16) +
                    round16(16 * std::max(g.in[2], g.out[2])) +
-                   (converts_x_in_place(p, f.b.cblock) ? round16(f.b.cblock * g.in_size()) : 0);
-  // x_t offsets (int64), tap boxes, in-place x offsets (int64)
-  f.b.shared_elems = round16(2 * T) + round16(12 * T) + round16(2 * T);
+                   (p.converts && p.avx512() ? slab_elems(g, fr) : 0);
+  // x_t offsets (int64), tap boxes, in-place x offsets and slab offsets (int64)
+  f.b.shared_elems = round16(2 * T) + round16(12 * T) + 2 * round16(2 * T);
   return f;
 }
 
@@ -209,6 +224,20 @@ void build_x_t(const ConvGeometry& g, const Frame& f, const Source& x, int64_t n
   }
 }
 
+void build_x_slab(const ConvGeometry& g, const Frame& f, const Source& x, int64_t nc, int64_t od,
+                  int64_t ih0, float* x_s) {
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2], ldc = slab_layout(g, f).ldc;
+  const int64_t lo = std::max<int64_t>(0, -ih0), hi = std::min(f.Rx, H - ih0);
+  if (hi <= lo) return;
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    const int64_t id = g.stride[0] * od - g.pad_before[0] + kd * g.dil[0];
+    if (id < 0 || id >= D) continue;
+    for (int64_t c = 0; c < nc; ++c)  // the block's rows of a plane are one run of x
+      x.at(c * g.in_size() + (id * H + ih0 + lo) * W)
+          .convert((hi - lo) * W, 1, x_s + c * ldc + (kd * f.Rx + lo) * W);
+  }
+}
+
 // Calls call(r, j, runs) for output rows [o1, o1 + rows) of plane od (the block) as runs of about
 // `positions` positions, the first at block row r, column j.
 template <typename Call>
@@ -238,11 +267,13 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   for (int64_t q = 0; q < K; ++q) box[q] = tap_box(g, q);
   // fp32 x on AVX-512 is read where it lies (as grid_direct's weight gradient): each tap's
   // offset from the source position of its run's first output; no x_t is built. Other dtypes
-  // are converted a sample at a time where that fits (converts_x_in_place), then read so too.
-  const bool in_place =
-      p.avx512() && (o.xsrc.kind == SrcKind::kF32 || converts_x_in_place(p, b.cblock));
+  // are converted a block's rows at a time (build_x_slab), then read so too.
+  const bool in_place = p.avx512();
+  const bool slab = in_place && o.xsrc.kind != SrcKind::kF32;
   int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + round16(2 * K) + round16(12 * K));
-  for (int64_t q = 0; q < K; ++q) xoff[q] = tap_source_offset(g, q);
+  for (int64_t q = 0; q < K; ++q)
+    xoff[q] = slab ? slab_tap_offset(g, f, q) : tap_source_offset(g, q);
+  const InPlaceX xl = slab ? slab_layout(g, f) : in_place_layout(g);
   const int64_t ldx = g.stride[2] * f.cb16, xrow = g.stride[1] * f.Wx * f.cb16;
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
@@ -250,24 +281,27 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         float* x_t = dy_t + f.dy_elems();
         float* dwt = x_t + f.x_elems(g.k[0]);  // [K, nc, m16]
         float* stage = dwt + round16(K * f.cb16 * f.m16);
-        float* x32 = stage + round16(16 * std::max(g.in[2], g.out[2]));  // converted x [nc, S_in]
+        float* x_s = stage + round16(16 * std::max(g.in[2], g.out[2]));  // converted x slab
         std::memset(dwt, 0, static_cast<size_t>(K * nc * f.m16) * sizeof(float));
         for (int64_t n = n0; n < n1; ++n) {
           const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
           const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
-          const float* xs = f32_data(x);
-          if (in_place && !xs) x.convert(nc * S_in, 1, x32), xs = x32;
           for (int64_t od = 0; od < g.out[0]; ++od)
             for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
               const int64_t r = std::min(f.rows, g.out[1] - o1);
               build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
               if (in_place) {
+                const int64_t ih0 = g.stride[1] * o1 - g.pad_before[1];
+                if (slab) build_x_slab(g, f, x, nc, od, ih0, x_s);
+                const float* xs = static_cast<const float*>(x.data);
                 for_block_runs(g, f, od, o1, r, kCallPositionsInPlace,
                                [&](int64_t i, int64_t j, const WeightRuns& runs) {
-                                 direct_weight_in_place_avx512(
-                                     f.m16, nc, K, xoff, box, xs + run_source_offset(g, runs),
-                                     in_place_layout(g), dy_t + (i * f.pitch + j) * f.m16, f.m16,
-                                     runs, dwt);
+                                 const float* at =
+                                     slab ? x_s + i * g.stride[1] * g.in[2] + j * g.stride[2]
+                                          : xs + run_source_offset(g, runs);
+                                 direct_weight_in_place_avx512(f.m16, nc, K, xoff, box, at, xl,
+                                                               dy_t + (i * f.pitch + j) * f.m16,
+                                                               f.m16, runs, dwt);
                                });
                 continue;
               }

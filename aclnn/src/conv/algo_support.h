@@ -98,15 +98,6 @@ int64_t gemm_weight_cblock(const Problem& p);
 // backward_weight: sets b.cblock and the batch ranges that then give every thread work
 // (b.ranges, b.partial_elems).
 void plan_weight_split(const Problem& p, int64_t elem_bytes, int64_t cblock, Blocking& b);
-// The AVX-512 weight kernels read fp32 x where it lies; other dtypes (fp16, USE_FP16, ...) are
-// converted a sample at a time, x [cblock, S_in], into the slot and then read the same way. Taken
-// while the slots' copies stay within x's own element count (1 byte an element: float8), so the
-// workspace bound holds; larger samples keep the algorithms' converting bands.
-inline bool converts_x_in_place(const Problem& p, int64_t cblock) {
-  const ConvGeometry& g = p.g;
-  return p.converts && p.avx512() &&
-         4 * p.slots * round16(cblock * g.in_size()) <= g.N * g.C_in * g.in_size();
-}
 // Input channels per weight-gradient task: the fewest equal blocks of at most `cap` (128 under a
 // cap of 96 are 64 + 64, not 96 + 32), and where the tasks are fewer than 4 per thread and do not
 // divide among the threads, more blocks until they do. Zen 4, grid_direct, c2d_stride2 (128
