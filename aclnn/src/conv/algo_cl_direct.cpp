@@ -1,15 +1,17 @@
 // cl_direct: fp32 convolutions on the channel-lane row kernels of cl_direct.h (AVX-512): the
-// forward (unit stride), and the data gradient (any stride) as a sum of shifted rows of dy per
-// phase of dx.
+// forward (stride up to 2 along rows, any along the outer dims), and the data gradient (any
+// stride) as a sum of shifted rows of dy per phase of dx.
 //
 // A pass computes out[o][u] = sum_{c, taps} W(o, c, tap) * src[c][u + e_tap] over output
 // positions u (per dim) and taps with source offsets e (per dim):
-//   forward          src x, out y, every tap, e = k*dil - pb (unit stride);
+//   forward          src x, out y, every tap, e = k*dil - pb, source index s*u + e (along rows
+//                    s = 2 splits the taps by residue: cl_direct.h);
 //   backward_data    per phase b of dx (dx index s*u + b): src dy, the taps with
 //                    (b + pb - k*dil) divisible by s, e = (b + pb - k*dil) / s, and the result
 //                    placed at dx[s*u + b] (tap_grid.h's decomposition; one phase at unit stride).
 // Along rows the taps of a pass are offsets 1 apart (or 2: dilation 2 at unit stride, computed as
-// two rows of every other output): the kernel holds a row of outputs and walks the source columns.
+// two rows of every other output; 2 apart in two walks: stride 2): the kernel holds a row of
+// outputs and walks the source columns.
 //
 //   task (pass, sample, group, block of output rows): for each output row and block of 16 output
 //   channels, the row's tiles (<= 14 positions each) over the tap rows whose source row exists,
@@ -33,8 +35,9 @@
 namespace aclnn_cpu::conv {
 namespace {
 
-// One spatial dim of a pass: its taps (weight tap k -> source offset e), output extent and where
-// output u goes (dst index s_out * u + b_out, in a dst of extent dst_size).
+// One spatial dim of a pass: its taps (weight tap k -> source offset e: output u reads source
+// index s_in * u + e), output extent and where output u goes (dst index s_out * u + b_out, in a
+// dst of extent dst_size).
 struct Axis {
   bool data = false;
   int64_t s = 1, b = 0, pb = 0, dil = 1, K = 1;
@@ -56,6 +59,23 @@ struct Axis {
       if (member(k) && seen++ == i) return k;
     return 0;
   }
+  // How the row kernel walks this dim as the row: outputs split into `split` rows of every
+  // split-th output (unit stride, dilation 2), source columns `cs` apart between outputs and taps,
+  // and the taps in `residues` walks (stride 2, dilation 1: even taps, then odd ones).
+  int64_t split() const { return s_in() == 1 ? dil : 1; }
+  int64_t cs() const { return s_in() == 1 ? dil : s; }
+  int64_t residues() const { return s_in() > 1 && dil == 1 ? s : 1; }
+  // The i-th tap in the kernel's order: row_tap order, residue by residue.
+  int64_t kernel_tap(int64_t i) const {
+    if (residues() == 1) return row_tap(i);
+    for (int64_t r = 0; r < s; ++r) {
+      const int64_t n = (K - r + s - 1) / s;
+      if (i < n) return r + s * i;
+      i -= n;
+    }
+    return 0;
+  }
+  int64_t s_in() const { return data ? 1 : s; }
   int64_t s_out() const { return data ? s : 1; }
   int64_t b_out() const { return data ? b : 0; }
 };
@@ -75,7 +95,8 @@ struct ClPass {
 ClPass forward_pass(const ConvGeometry& g) {
   ClPass ps{{}, g.cout_g(), g.cin_g(), g.cin_g() * g.k_size(), g.k_size()};
   for (int d = 0; d < 3; ++d)
-    ps.ax[d] = Axis{false, 1, 0, g.pad_before[d], g.dil[d], g.k[d], g.out[d], g.in[d], g.out[d]};
+    ps.ax[d] =
+        Axis{false, g.stride[d], 0, g.pad_before[d], g.dil[d], g.k[d], g.out[d], g.in[d], g.out[d]};
   return ps;
 }
 
@@ -118,9 +139,10 @@ Fit plan(const Problem& p, bool data) {
     f.reason = "needs fp32 and AVX-512";
   } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
     f.reason = "empty";
-  } else if (g.dil[2] > 2 || (g.dil[2] == 2 && g.stride[2] != 1) || (!data && !unit_stride(g))) {
+  } else if (g.dil[2] > 2 || (data && g.dil[2] == 2 && g.stride[2] != 1) ||
+             (!data && g.stride[2] > 2)) {
     f.reason = data ? "dilation along rows above 2, or 2 with a stride"
-                    : "needs unit stride and dilation along rows of at most 2";
+                    : "stride or dilation along rows above 2";
   } else if (g.k[2] > kClMaxKw || passes(p, data) > kMaxPhases) {
     f.reason = "kernel wider than 7, or more than 64 phases";
   } else {
@@ -170,7 +192,7 @@ Fit plan_data(const Problem& p) {
   return f;
 }
 
-// packed[grp][blk][tap row][c][i][16]: lane l = W(blk * 16 + l, c, (kd, kh, row_tap(i))), zero
+// packed[grp][blk][tap row][c][i][16]: lane l = W(blk * 16 + l, c, (kd, kh, kernel_tap(i))), zero
 // past m; tap rows (kd, kh) in order among the pass's taps. Tap-row-major, so the kernel's
 // channel loop over one tap row streams contiguous weights.
 void pack_weights(const ClPass& ps, const Source& w, int64_t groups, float* packed) {
@@ -178,7 +200,7 @@ void pack_weights(const ClPass& ps, const Source& w, int64_t groups, float* pack
   const int64_t B = blocks16(ps.m), nW = W.taps(), wg = ps.m * ps.C * D.K * H.K * W.K;
   const float* w32 = f32_data(w);
   int64_t kw[kClMaxKw];  // the row taps in kernel order
-  for (int64_t i = 0; i < nW; ++i) kw[i] = W.row_tap(i);
+  for (int64_t i = 0; i < nW; ++i) kw[i] = W.kernel_tap(i);
   for_tasks(groups * B, [&](int64_t gb) {
     const int64_t grp = gb / B, blk = gb % B, nl = std::min<int64_t>(16, ps.m - blk * 16);
     float* dst = packed + gb * ps.C * ps.taps() * 16;
@@ -206,10 +228,10 @@ int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, int64_t* soff, i
   int64_t n = 0, rank = 0;
   for (int64_t kd = 0; kd < D.K; ++kd) {
     if (!D.member(kd)) continue;
-    const int64_t id = ud + D.e(kd);
+    const int64_t id = D.s_in() * ud + D.e(kd);
     for (int64_t kh = 0; kh < H.K; ++kh) {
       if (!H.member(kh)) continue;
-      const int64_t ih = uh + H.e(kh), r = rank++;
+      const int64_t ih = H.s_in() * uh + H.e(kh), r = rank++;
       if (id < 0 || id >= D.src || ih < 0 || ih >= H.src) continue;
       soff[n] = (id * H.src + ih) * ps.ax[2].src;
       woff[n++] = r * per_row;
@@ -223,8 +245,9 @@ void run_rows(const ClPass& ps, const float* src, float* out, int64_t r0, int64_
               int64_t* woff, const float* packed) {
   const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
-  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.dil;
-  ClRow r{src, soff, woff, 0, ps.C, ps.src_size(), nullptr, nW * 16, 0, W.src, d};
+  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.split(), si = W.s_in();
+  ClRow r{src,     soff,    woff, 0,     ps.C,   ps.src_size(),
+          nullptr, nW * 16, 0,    W.src, W.cs(), W.residues()};
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t ud = row / H.out, uh = row % H.out;
     float* dst =
@@ -242,12 +265,13 @@ void run_rows(const ClPass& ps, const float* src, float* out, int64_t r0, int64_
       }
       r.w = packed + blk * ps.C * ps.taps() * 16;
       // Dilation d along rows (unit stride): outputs u = res + d*j read input columns
-      // res + e0 + d*(j + k), a row of its own per residue res.
+      // res + e0 + d*(j + k), a row of its own per residue res. Stride si: output u0 of a tile
+      // reads from column si * u0 + e0.
       for (int64_t res = 0; res < d; ++res) {
         const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, kClMaxRow);
         for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
           const int64_t j0 = i * J / tiles, j1 = (i + 1) * J / tiles, u0 = res + d * j0;
-          r.col0 = u0 + e0;
+          r.col0 = si * u0 + e0;
           cl_direct_row_avx512(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
         }
       }
