@@ -161,10 +161,21 @@ Fit plan(const Problem& p, bool data) {
   return f;
 }
 
-// Forced only: the forward has no benchmark of its own yet to set a rule by.
+// forward: preferred when strided (the data gradient of a transposed convolution), by the
+// rules of the data gradient below with the output channels in the lanes. Ahead of grid_direct's
+// phase bands (Zen 4, 1 thread, forward ms, interleaved medians of 3, grid_direct / cl_direct):
+// ct2d_decoder 2.96 / 2.39, ct3d 4.50 / 3.30. Unit stride: forced only (no benchmark runs it).
 Fit plan_forward(const Problem& p) {
+  const ConvGeometry& g = p.g;
   Fit f = plan(p, false);
-  if (f.applies) f.preferred = false, f.reason = "forward: forced only";
+  if (!f.applies) return f;
+  const char* why = unit_stride(g)                ? "forward of unit stride: forced only"
+                    : g.cout_g() % 16 != 0        ? "C_out/g not a multiple of 16"
+                    : g.cin_g() * g.k_size() < 32 ? "reduction (C_in/g x taps) below 32"
+                    : p.macs() < double(1 << 22)  ? "below 4M multiply-adds"
+                    : p.bf16                      ? "bf16 inputs: grid_direct's vdpbf16ps kernels"
+                                                  : nullptr;
+  if (why) f.preferred = false, f.reason = why;
   return f;
 }
 
