@@ -15,8 +15,8 @@
 //
 //   task (pass, sample, group, block of output rows): for each output row and block of 16 output
 //   channels, the row's tiles (<= 14 positions each) over the tap rows whose source row exists,
-//   reading the source [C, S] as stored (other dtypes: converted a (sample, group) at a time into
-//   the slot) and storing into the output directly. Weights packed once per call and pass:
+//   reading the source [C, S] as stored (other dtypes: the source rows of the task converted
+//   into the slot) and storing into the output directly. Weights packed once per call and pass:
 //   [group][16-channel block][tap row][c][tap along the row][16].
 //
 // Against grid_direct's padded grid nothing is computed on padding (taps clipped per row, edge
@@ -132,6 +132,30 @@ int64_t packed_elems(const ClPass& ps, int64_t groups) {
   return groups * blocks16(ps.m) * 16 * ps.C * ps.taps();
 }
 
+// The source rows (flat over the outer dims, [lo, hi)) that output rows [r0, r1) of a pass read.
+void source_rows(const ClPass& ps, int64_t r0, int64_t r1, int64_t& lo, int64_t& hi) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1];
+  for (int64_t row = r0; row < r1; ++row)
+    for (int64_t kd = 0; kd < D.K; ++kd)
+      for (int64_t kh = 0; kh < H.K; ++kh) {
+        const int64_t id = D.s_in() * (row / H.out) + D.e(kd),
+                      ih = H.s_in() * (row % H.out) + H.e(kh);
+        if (!D.member(kd) || !H.member(kh) || id < 0 || id >= D.src || ih < 0 || ih >= H.src)
+          continue;
+        lo = std::min(lo, id * H.src + ih), hi = std::max(hi, id * H.src + ih + 1);
+      }
+}
+
+// The source rows task block blk (of nb) reads in all passes: [lo, hi), empty as [0, 0).
+void task_rows(const Problem& p, bool data, int64_t blk, int64_t nb, int64_t& lo, int64_t& hi) {
+  lo = INT64_MAX, hi = 0;
+  for (int64_t i = 0; i < passes(p, data); ++i) {
+    const ClPass ps = pass(p, data, i);
+    source_rows(ps, ps.rows() * blk / nb, ps.rows() * (blk + 1) / nb, lo, hi);
+  }
+  if (hi <= lo) lo = hi = 0;
+}
+
 Fit plan(const Problem& p, bool data) {
   Fit f;
   const ConvGeometry& g = p.g;
@@ -150,13 +174,22 @@ Fit plan(const Problem& p, bool data) {
     f.preferred = true;
     f.reason = "16-channel row tiles";
     const ClPass first = pass(p, data, 0);  // the largest
-    const int64_t C = first.C, src = first.src_size();
-    // Slot: the tap-row lists (two int64 per tap row), then (other dtypes) one (sample, group)
-    // of the source as fp32.
-    f.b.slot_elems = round16(4 * g.k[0] * g.k[1]) + (p.converts ? round16(C * src) : 0);
     for (int64_t i = 0; i < passes(p, data); ++i)
       f.b.shared_elems += packed_elems(pass(p, data, i), g.groups);
     f.b.rows = block_size(first.rows(), ceil_div(pieces_wanted(p), passes(p, data)));
+    // Slot: the tap-row lists (two int64 per tap row), then (other dtypes) the source rows of a
+    // task's block as fp32. 3d: blocks of at most 1/8 of the output depth, so that a task
+    // converts a slab of the volume, not all of it.
+    int64_t span = 0;
+    if (p.converts) {
+      const Axis &D = first.ax[0], &H = first.ax[1];
+      if (D.out > 1) f.b.rows = std::min(f.b.rows, ceil_div(D.out, 8) * H.out);
+      const int64_t nb = ceil_div(first.rows(), f.b.rows);
+      for (int64_t blk = 0, lo, hi; blk < nb; ++blk)
+        task_rows(p, data, blk, nb, lo, hi), span = std::max(span, hi - lo);
+      span *= first.ax[2].src;
+    }
+    f.b.slot_elems = round16(4 * g.k[0] * g.k[1]) + round16(first.C * span);
   }
   return f;
 }
@@ -233,7 +266,8 @@ void pack_weights(const ClPass& ps, const Source& w, int64_t groups, float* pack
 // The tap rows (kd, kh) of the pass whose source row exists for output row (ud, uh): their
 // offsets in a source channel (column 0 of the source row) and in a channel block's packed
 // weights. Returns how many.
-int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, int64_t* soff, int64_t* woff) {
+int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, int64_t base, int64_t* soff,
+                      int64_t* woff) {
   const Axis &D = ps.ax[0], &H = ps.ax[1];
   const int64_t per_row = ps.C * ps.ax[2].taps() * 16;
   int64_t n = 0, rank = 0;
@@ -244,28 +278,28 @@ int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, int64_t* soff, i
       if (!H.member(kh)) continue;
       const int64_t ih = H.s_in() * uh + H.e(kh), r = rank++;
       if (id < 0 || id >= D.src || ih < 0 || ih >= H.src) continue;
-      soff[n] = (id * H.src + ih) * ps.ax[2].src;
+      soff[n] = (id * H.src + ih) * ps.ax[2].src - base;
       woff[n++] = r * per_row;
     }
   }
   return n;
 }
 
-// Output rows [r0, r1) of a pass for one (sample, group): src [C, S_src] -> out [m, S_dst].
-void run_rows(const ClPass& ps, const float* src, float* out, int64_t r0, int64_t r1, int64_t* soff,
-              int64_t* woff, const float* packed) {
+// Output rows [r0, r1) of a pass for one (sample, group): src [C, ldc] (from source element
+// base of a channel on) -> out [m, S_dst].
+void run_rows(const ClPass& ps, const float* src, int64_t base, int64_t ldc, float* out, int64_t r0,
+              int64_t r1, int64_t* soff, int64_t* woff, const float* packed) {
   const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
   const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.split(), si = W.s_in();
-  ClRow r{src,     soff,    woff, 0,     ps.C,   ps.src_size(),
-          nullptr, nW * 16, 0,    W.src, W.cs(), W.residues()};
+  ClRow r{src, soff, woff, 0, ps.C, ldc, nullptr, nW * 16, 0, W.src, W.cs(), W.residues()};
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t ud = row / H.out, uh = row % H.out;
     float* dst =
         out +
         ((D.s_out() * ud + D.b_out()) * H.dst_size + H.s_out() * uh + H.b_out()) * W.dst_size +
         W.b_out();
-    r.rows = nW > 0 ? list_tap_rows(ps, ud, uh, soff, woff) : 0;
+    r.rows = nW > 0 ? list_tap_rows(ps, ud, uh, base, soff, woff) : 0;
     for (int64_t blk = 0; blk < B; ++blk) {
       const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
       float* dst_blk = dst + blk * 16 * S_dst;
@@ -308,17 +342,22 @@ void run(const Problem& p, const Blocking& b, const Operands<float>& o, bool dat
     const int64_t S_src = first.src_size(), C = first.C;
     const Source s = src.at(n * src_sample + grp * C * S_src);  // [C, S_src]
     const float* s32 = f32_data(s);
-    if (!s32) {  // other dtypes: the whole (sample, group) converted into the slot
+    int64_t base = 0, ldc = S_src;
+    if (!s32) {  // other dtypes: the source rows the task reads, converted into the slot
       float* buf = reinterpret_cast<float*>(woff + g.k[0] * g.k[1]);
-      s.convert(C * S_src, 1, buf);
+      int64_t lo, hi;
+      task_rows(p, data, blk, nb, lo, hi);
+      const int64_t W = first.ax[2].src;
+      base = lo * W, ldc = (hi - lo) * W;
+      for (int64_t c = 0; c < C; ++c) s.at(c * S_src + base).convert(ldc, 1, buf + c * ldc);
       s32 = buf;
     }
     const float* packed = o.shared;
     for (int64_t i = 0; i < P; ++i) {
       const ClPass ps = i == 0 ? first : pass(p, data, i);
       const int64_t R = ps.rows(), per_group = blocks16(ps.m) * ps.C * ps.taps() * 16;
-      run_rows(ps, s32, o.out + ng * ps.m * ps.dst_size(), R * blk / nb, R * (blk + 1) / nb, soff,
-               woff, packed + grp * per_group);
+      run_rows(ps, s32, base, ldc, o.out + ng * ps.m * ps.dst_size(), R * blk / nb,
+               R * (blk + 1) / nb, soff, woff, packed + grp * per_group);
       packed += packed_elems(ps, g.groups);
     }
   });
