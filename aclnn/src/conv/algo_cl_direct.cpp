@@ -194,16 +194,19 @@ Fit plan(const Problem& p, bool data) {
   return f;
 }
 
-// forward: preferred when strided (the data gradient of a transposed convolution), by the
-// rules of the data gradient below with the output channels in the lanes. Ahead of grid_direct's
-// phase bands (Zen 4, 1 thread, forward ms, interleaved medians of 3, grid_direct / cl_direct):
-// ct2d_decoder 2.96 / 2.39, ct3d 4.50 / 3.30. Unit stride: forced only (no benchmark runs it).
+// forward: by the rules of the data gradient below, with the output channels in the lanes.
+// Ahead of grid_direct on every fp32 forward of the benchmark's geometries it applies to (Zen 4,
+// 1 thread, load ~6.5 on 2 cores, forward ms, interleaved medians of 3, grid_direct /
+// cl_direct). Strided (the data gradient of a transposed convolution): ct2d_decoder 2.96 / 2.39,
+// ct3d 4.50 / 3.30, c2d_stride2 64.0 / 48.4, c2d_first7x7 66.8 / 58.7. Unit stride (the
+// benchmark's geometries run as the data gradient of their transposed convolution): mnist2
+// 21.5 / 13.9, grouped 16.0 / 14.5, dilated 59.6 / 49.5, resnet3x3 114 / 98.8, c3d_video 345 /
+// 282.
 Fit plan_forward(const Problem& p) {
   const ConvGeometry& g = p.g;
   Fit f = plan(p, false);
   if (!f.applies) return f;
-  const char* why = unit_stride(g)                ? "forward of unit stride: forced only"
-                    : g.cout_g() % 16 != 0        ? "C_out/g not a multiple of 16"
+  const char* why = g.cout_g() % 16 != 0          ? "C_out/g not a multiple of 16"
                     : g.cin_g() * g.k_size() < 32 ? "reduction (C_in/g x taps) below 32"
                     : p.macs() < double(1 << 22)  ? "below 4M multiply-adds"
                     : p.bf16                      ? "bf16 inputs: grid_direct's vdpbf16ps kernels"
