@@ -21,6 +21,7 @@ namespace {
 using acltest::ConvCase;
 using acltest::Layout;
 using acltest::MakeGeom;
+using acltest::MakeGeom2dAsym;
 
 struct Algo {
   std::string name, primitive;
@@ -244,6 +245,74 @@ TEST(ConvAlgorithmPaths, Im2colWeightGathersLargePlanesFromTheSource) {
        at = log.find(",backward_weight,im2col_gemm,", at + 1))
     ++runs;
   EXPECT_GE(runs, 2u) << log.substr(0, 2000);
+}
+
+// cl_direct's forward of stride 2 along rows (its taps split by residue, each walk with its own
+// edge columns) and of any stride along the outer dims, on the shapes the sweep leaves out: row
+// kernels of 1 to 7 taps (residues of 1 to 4 taps, and none: K = 1), rows longer than a tile,
+// 16-wide tiles, asymmetric padding, padding wider than the kernel, groups, partial channel
+// blocks, 1d/2d/3d, stride 2 with dilation 2, and the data gradient of transposed convolutions
+// (which is this forward). Every forward must run cl_direct (with AVX-512; none may under
+// ACLNN_CPU_MAX_ISA=avx2), and the strided ones must be among them.
+TEST(ConvAlgorithmPaths, ClDirectForwardStrided) {
+  if (CapChangesNothing()) GTEST_SKIP() << "ACLNN_CPU_MAX_ISA=avx2 on an AVX2 CPU: the default run";
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", "cl_direct");
+  ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  const std::vector<ConvCase> cases = {
+      Case("s2_1d_k5", MakeGeom({2, 20, 70}, {18, 20, 5}, {2}, {2}, {1}, 1), 30),
+      Case("s2_1d_k1", MakeGeom({1, 7, 33}, {17, 7, 1}, {2}, {0}, {1}, 1), 31),
+      Case("s2_1d_k2", MakeGeom({1, 5, 40}, {9, 5, 2}, {2}, {1}, {1}, 1), 32),
+      Case("s2_asym",
+           MakeGeom2dAsym({2, 5, 13, 31}, {20, 5, 3, 4}, {2, 2}, {1, 0, 2, 1}, {1, 1}, 1), 33),
+      Case("s32_g2_k7", MakeGeom({1, 6, 11, 40}, {34, 3, 3, 7}, {3, 2}, {1, 3}, {1, 1}, 2), 34),
+      Case("s2_wide_pad", MakeGeom({1, 9, 12, 11}, {17, 9, 3, 3}, {2, 2}, {3, 3}, {1, 1}, 1), 35),
+      Case("s2_d2", MakeGeom({1, 6, 9, 30}, {10, 6, 3, 3}, {2, 2}, {2, 2}, {2, 2}, 1), 36),
+      Case("s31_outer", MakeGeom({1, 4, 10, 12}, {5, 4, 3, 3}, {3, 1}, {1, 1}, {1, 1}, 1), 37),
+      Case("s2_3d_k6",
+           MakeGeom({1, 3, 5, 6, 37}, {20, 3, 2, 2, 6}, {2, 1, 2}, {0, 1, 2}, {1, 1, 1}, 1), 38),
+      // Transposed: the data gradient runs the forward of stride 2 (16-wide rows: one tile).
+      Case("t2d_k4s2p1_row16",
+           MakeGeom({2, 40, 5, 16}, {40, 9, 4, 4}, {2, 2}, {1, 1}, {1, 1}, 1, true), 39),
+      Case("t3d_k3s2op1",
+           MakeGeom({1, 8, 3, 4, 9}, {8, 6, 3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, 1, true,
+                    {1, 1, 1}),
+           40),
+      Case("t1d_g2_k7s2", MakeGeom({2, 10, 19}, {10, 3, 7}, {2}, {3}, {1}, 2, true, {1}), 41),
+  };
+  ::testing::internal::CaptureStderr();
+  for (ConvCase c : cases) {
+    EXPECT_TRUE(acltest::CheckConvBackward(c));  // transposed: dx is the strided forward
+    EXPECT_TRUE(acltest::CheckConvForward(c));
+    c.mask = {true, false, false};
+    for (aclDataType dt : {ACL_FLOAT16, ACL_BF16}) {  // converted per (sample, group)
+      c.x_dtype = c.w_dtype = c.gy_dtype = dt;
+      EXPECT_TRUE(acltest::CheckConvBackward(c));
+      EXPECT_TRUE(acltest::CheckConvForward(c));
+    }
+    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_FLOAT;
+    c.cube = kUseFp16;
+    EXPECT_TRUE(acltest::CheckConvBackward(c));
+    EXPECT_TRUE(acltest::CheckConvForward(c));
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  const bool avx512 = ExpectedIsa() == "avx512";
+  int forwards = 0, strided = 0;
+  for (size_t at = 0; at < log.size();) {
+    const size_t end = std::min(log.find('\n', at), log.size());
+    const std::string line = log.substr(at, end - at);
+    at = end + 1;
+    if (line.rfind("aclnn_cpu_verbose,plan,", 0) != 0 ||
+        line.find(",forward,") == std::string::npos)
+      continue;
+    ++forwards;
+    const bool cl = line.find(",forward,cl_direct,") != std::string::npos;
+    EXPECT_EQ(cl, avx512) << line;
+    // " s<d>x<h>x<w> ": strided along some dim.
+    const size_t s = line.find(" s"), d = line.find(" d", s);
+    strided += cl && s != std::string::npos && line.substr(s, d - s) != " s1x1x1";
+  }
+  EXPECT_GT(forwards, 0);
+  if (avx512) EXPECT_GE(strided, 4 * int(cases.size())) << log.substr(0, 3000);
 }
 
 TEST(ConvAlgorithmRegistry, NamesAreListedOnceEach) {

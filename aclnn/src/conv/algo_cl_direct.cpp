@@ -1,20 +1,22 @@
 // cl_direct: fp32 convolutions on the channel-lane row kernels of cl_direct.h (AVX-512): the
-// forward (unit stride), and the data gradient (any stride) as a sum of shifted rows of dy per
-// phase of dx.
+// forward (stride up to 2 along rows, any along the outer dims), and the data gradient (any
+// stride) as a sum of shifted rows of dy per phase of dx.
 //
 // A pass computes out[o][u] = sum_{c, taps} W(o, c, tap) * src[c][u + e_tap] over output
 // positions u (per dim) and taps with source offsets e (per dim):
-//   forward          src x, out y, every tap, e = k*dil - pb (unit stride);
+//   forward          src x, out y, every tap, e = k*dil - pb, source index s*u + e (along rows
+//                    s = 2 splits the taps by residue: cl_direct.h);
 //   backward_data    per phase b of dx (dx index s*u + b): src dy, the taps with
 //                    (b + pb - k*dil) divisible by s, e = (b + pb - k*dil) / s, and the result
 //                    placed at dx[s*u + b] (tap_grid.h's decomposition; one phase at unit stride).
 // Along rows the taps of a pass are offsets 1 apart (or 2: dilation 2 at unit stride, computed as
-// two rows of every other output): the kernel holds a row of outputs and walks the source columns.
+// two rows of every other output; 2 apart in two walks: stride 2): the kernel holds a row of
+// outputs and walks the source columns.
 //
 //   task (pass, sample, group, block of output rows): for each output row and block of 16 output
 //   channels, the row's tiles (<= 14 positions each) over the tap rows whose source row exists,
-//   reading the source [C, S] as stored (other dtypes: converted a (sample, group) at a time into
-//   the slot) and storing into the output directly. Weights packed once per call and pass:
+//   reading the source [C, S] as stored (other dtypes: the source rows of the task converted
+//   into the slot) and storing into the output directly. Weights packed once per call and pass:
 //   [group][16-channel block][tap row][c][tap along the row][16].
 //
 // Against grid_direct's padded grid nothing is computed on padding (taps clipped per row, edge
@@ -33,8 +35,9 @@
 namespace aclnn_cpu::conv {
 namespace {
 
-// One spatial dim of a pass: its taps (weight tap k -> source offset e), output extent and where
-// output u goes (dst index s_out * u + b_out, in a dst of extent dst_size).
+// One spatial dim of a pass: its taps (weight tap k -> source offset e: output u reads source
+// index s_in * u + e), output extent and where output u goes (dst index s_out * u + b_out, in a
+// dst of extent dst_size).
 struct Axis {
   bool data = false;
   int64_t s = 1, b = 0, pb = 0, dil = 1, K = 1;
@@ -56,6 +59,23 @@ struct Axis {
       if (member(k) && seen++ == i) return k;
     return 0;
   }
+  // How the row kernel walks this dim as the row: outputs split into `split` rows of every
+  // split-th output (unit stride, dilation 2), source columns `cs` apart between outputs and taps,
+  // and the taps in `residues` walks (stride 2, dilation 1: even taps, then odd ones).
+  int64_t split() const { return s_in() == 1 ? dil : 1; }
+  int64_t cs() const { return s_in() == 1 ? dil : s; }
+  int64_t residues() const { return s_in() > 1 && dil == 1 ? s : 1; }
+  // The i-th tap in the kernel's order: row_tap order, residue by residue.
+  int64_t kernel_tap(int64_t i) const {
+    if (residues() == 1) return row_tap(i);
+    for (int64_t r = 0; r < s; ++r) {
+      const int64_t n = (K - r + s - 1) / s;
+      if (i < n) return r + s * i;
+      i -= n;
+    }
+    return 0;
+  }
+  int64_t s_in() const { return data ? 1 : s; }
   int64_t s_out() const { return data ? s : 1; }
   int64_t b_out() const { return data ? b : 0; }
 };
@@ -75,7 +95,8 @@ struct ClPass {
 ClPass forward_pass(const ConvGeometry& g) {
   ClPass ps{{}, g.cout_g(), g.cin_g(), g.cin_g() * g.k_size(), g.k_size()};
   for (int d = 0; d < 3; ++d)
-    ps.ax[d] = Axis{false, 1, 0, g.pad_before[d], g.dil[d], g.k[d], g.out[d], g.in[d], g.out[d]};
+    ps.ax[d] =
+        Axis{false, g.stride[d], 0, g.pad_before[d], g.dil[d], g.k[d], g.out[d], g.in[d], g.out[d]};
   return ps;
 }
 
@@ -111,6 +132,30 @@ int64_t packed_elems(const ClPass& ps, int64_t groups) {
   return groups * blocks16(ps.m) * 16 * ps.C * ps.taps();
 }
 
+// The source rows (flat over the outer dims, [lo, hi)) that output rows [r0, r1) of a pass read.
+void source_rows(const ClPass& ps, int64_t r0, int64_t r1, int64_t& lo, int64_t& hi) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1];
+  for (int64_t row = r0; row < r1; ++row)
+    for (int64_t kd = 0; kd < D.K; ++kd)
+      for (int64_t kh = 0; kh < H.K; ++kh) {
+        const int64_t id = D.s_in() * (row / H.out) + D.e(kd),
+                      ih = H.s_in() * (row % H.out) + H.e(kh);
+        if (!D.member(kd) || !H.member(kh) || id < 0 || id >= D.src || ih < 0 || ih >= H.src)
+          continue;
+        lo = std::min(lo, id * H.src + ih), hi = std::max(hi, id * H.src + ih + 1);
+      }
+}
+
+// The source rows task block blk (of nb) reads in all passes: [lo, hi), empty as [0, 0).
+void task_rows(const Problem& p, bool data, int64_t blk, int64_t nb, int64_t& lo, int64_t& hi) {
+  lo = INT64_MAX, hi = 0;
+  for (int64_t i = 0; i < passes(p, data); ++i) {
+    const ClPass ps = pass(p, data, i);
+    source_rows(ps, ps.rows() * blk / nb, ps.rows() * (blk + 1) / nb, lo, hi);
+  }
+  if (hi <= lo) lo = hi = 0;
+}
+
 Fit plan(const Problem& p, bool data) {
   Fit f;
   const ConvGeometry& g = p.g;
@@ -118,9 +163,10 @@ Fit plan(const Problem& p, bool data) {
     f.reason = "needs fp32 and AVX-512";
   } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
     f.reason = "empty";
-  } else if (g.dil[2] > 2 || (g.dil[2] == 2 && g.stride[2] != 1) || (!data && !unit_stride(g))) {
+  } else if (g.dil[2] > 2 || (data && g.dil[2] == 2 && g.stride[2] != 1) ||
+             (!data && g.stride[2] > 2)) {
     f.reason = data ? "dilation along rows above 2, or 2 with a stride"
-                    : "needs unit stride and dilation along rows of at most 2";
+                    : "stride or dilation along rows above 2";
   } else if (g.k[2] > kClMaxKw || passes(p, data) > kMaxPhases) {
     f.reason = "kernel wider than 7, or more than 64 phases";
   } else {
@@ -128,21 +174,44 @@ Fit plan(const Problem& p, bool data) {
     f.preferred = true;
     f.reason = "16-channel row tiles";
     const ClPass first = pass(p, data, 0);  // the largest
-    const int64_t C = first.C, src = first.src_size();
-    // Slot: the tap-row lists (two int64 per tap row), then (other dtypes) one (sample, group)
-    // of the source as fp32.
-    f.b.slot_elems = round16(4 * g.k[0] * g.k[1]) + (p.converts ? round16(C * src) : 0);
     for (int64_t i = 0; i < passes(p, data); ++i)
       f.b.shared_elems += packed_elems(pass(p, data, i), g.groups);
     f.b.rows = block_size(first.rows(), ceil_div(pieces_wanted(p), passes(p, data)));
+    // Slot: the tap-row lists (two int64 per tap row), then (other dtypes) the source rows of a
+    // task's block as fp32. 3d: blocks of at most 1/8 of the output depth, so that a task
+    // converts a slab of the volume, not all of it.
+    int64_t span = 0;
+    if (p.converts) {
+      const Axis &D = first.ax[0], &H = first.ax[1];
+      if (D.out > 1) f.b.rows = std::min(f.b.rows, ceil_div(D.out, 8) * H.out);
+      const int64_t nb = ceil_div(first.rows(), f.b.rows);
+      for (int64_t blk = 0, lo, hi; blk < nb; ++blk)
+        task_rows(p, data, blk, nb, lo, hi), span = std::max(span, hi - lo);
+      span *= first.ax[2].src;
+    }
+    f.b.slot_elems = round16(4 * g.k[0] * g.k[1]) + round16(first.C * span);
   }
   return f;
 }
 
-// Forced only: the forward has no benchmark of its own yet to set a rule by.
+// forward: by the rules of the data gradient below, with the output channels in the lanes.
+// Ahead of grid_direct on every fp32 forward of the benchmark's geometries it applies to (Zen 4,
+// 1 thread, load ~6.5 on 2 cores, forward ms, interleaved medians of 3, grid_direct /
+// cl_direct). Strided (the data gradient of a transposed convolution): ct2d_decoder 2.96 / 2.39,
+// ct3d 4.50 / 3.30, c2d_stride2 64.0 / 48.4, c2d_first7x7 66.8 / 58.7. Unit stride (the
+// benchmark's geometries run as the data gradient of their transposed convolution): mnist2
+// 21.5 / 13.9, grouped 16.0 / 14.5, dilated 59.6 / 49.5, resnet3x3 114 / 98.8, c3d_video 345 /
+// 282.
 Fit plan_forward(const Problem& p) {
+  const ConvGeometry& g = p.g;
   Fit f = plan(p, false);
-  if (f.applies) f.preferred = false, f.reason = "forward: forced only";
+  if (!f.applies) return f;
+  const char* why = g.cout_g() % 16 != 0          ? "C_out/g not a multiple of 16"
+                    : g.cin_g() * g.k_size() < 32 ? "reduction (C_in/g x taps) below 32"
+                    : p.macs() < double(1 << 22)  ? "below 4M multiply-adds"
+                    : p.bf16                      ? "bf16 inputs: grid_direct's vdpbf16ps kernels"
+                                                  : nullptr;
+  if (why) f.preferred = false, f.reason = why;
   return f;
 }
 
@@ -170,7 +239,7 @@ Fit plan_data(const Problem& p) {
   return f;
 }
 
-// packed[grp][blk][tap row][c][i][16]: lane l = W(blk * 16 + l, c, (kd, kh, row_tap(i))), zero
+// packed[grp][blk][tap row][c][i][16]: lane l = W(blk * 16 + l, c, (kd, kh, kernel_tap(i))), zero
 // past m; tap rows (kd, kh) in order among the pass's taps. Tap-row-major, so the kernel's
 // channel loop over one tap row streams contiguous weights.
 void pack_weights(const ClPass& ps, const Source& w, int64_t groups, float* packed) {
@@ -178,7 +247,7 @@ void pack_weights(const ClPass& ps, const Source& w, int64_t groups, float* pack
   const int64_t B = blocks16(ps.m), nW = W.taps(), wg = ps.m * ps.C * D.K * H.K * W.K;
   const float* w32 = f32_data(w);
   int64_t kw[kClMaxKw];  // the row taps in kernel order
-  for (int64_t i = 0; i < nW; ++i) kw[i] = W.row_tap(i);
+  for (int64_t i = 0; i < nW; ++i) kw[i] = W.kernel_tap(i);
   for_tasks(groups * B, [&](int64_t gb) {
     const int64_t grp = gb / B, blk = gb % B, nl = std::min<int64_t>(16, ps.m - blk * 16);
     float* dst = packed + gb * ps.C * ps.taps() * 16;
@@ -200,38 +269,40 @@ void pack_weights(const ClPass& ps, const Source& w, int64_t groups, float* pack
 // The tap rows (kd, kh) of the pass whose source row exists for output row (ud, uh): their
 // offsets in a source channel (column 0 of the source row) and in a channel block's packed
 // weights. Returns how many.
-int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, int64_t* soff, int64_t* woff) {
+int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, int64_t base, int64_t* soff,
+                      int64_t* woff) {
   const Axis &D = ps.ax[0], &H = ps.ax[1];
   const int64_t per_row = ps.C * ps.ax[2].taps() * 16;
   int64_t n = 0, rank = 0;
   for (int64_t kd = 0; kd < D.K; ++kd) {
     if (!D.member(kd)) continue;
-    const int64_t id = ud + D.e(kd);
+    const int64_t id = D.s_in() * ud + D.e(kd);
     for (int64_t kh = 0; kh < H.K; ++kh) {
       if (!H.member(kh)) continue;
-      const int64_t ih = uh + H.e(kh), r = rank++;
+      const int64_t ih = H.s_in() * uh + H.e(kh), r = rank++;
       if (id < 0 || id >= D.src || ih < 0 || ih >= H.src) continue;
-      soff[n] = (id * H.src + ih) * ps.ax[2].src;
+      soff[n] = (id * H.src + ih) * ps.ax[2].src - base;
       woff[n++] = r * per_row;
     }
   }
   return n;
 }
 
-// Output rows [r0, r1) of a pass for one (sample, group): src [C, S_src] -> out [m, S_dst].
-void run_rows(const ClPass& ps, const float* src, float* out, int64_t r0, int64_t r1, int64_t* soff,
-              int64_t* woff, const float* packed) {
+// Output rows [r0, r1) of a pass for one (sample, group): src [C, ldc] (from source element
+// base of a channel on) -> out [m, S_dst].
+void run_rows(const ClPass& ps, const float* src, int64_t base, int64_t ldc, float* out, int64_t r0,
+              int64_t r1, int64_t* soff, int64_t* woff, const float* packed) {
   const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
-  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.dil;
-  ClRow r{src, soff, woff, 0, ps.C, ps.src_size(), nullptr, nW * 16, 0, W.src, d};
+  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.split(), si = W.s_in();
+  ClRow r{src, soff, woff, 0, ps.C, ldc, nullptr, nW * 16, 0, W.src, W.cs(), W.residues()};
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t ud = row / H.out, uh = row % H.out;
     float* dst =
         out +
         ((D.s_out() * ud + D.b_out()) * H.dst_size + H.s_out() * uh + H.b_out()) * W.dst_size +
         W.b_out();
-    r.rows = nW > 0 ? list_tap_rows(ps, ud, uh, soff, woff) : 0;
+    r.rows = nW > 0 ? list_tap_rows(ps, ud, uh, base, soff, woff) : 0;
     for (int64_t blk = 0; blk < B; ++blk) {
       const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
       float* dst_blk = dst + blk * 16 * S_dst;
@@ -242,12 +313,13 @@ void run_rows(const ClPass& ps, const float* src, float* out, int64_t r0, int64_
       }
       r.w = packed + blk * ps.C * ps.taps() * 16;
       // Dilation d along rows (unit stride): outputs u = res + d*j read input columns
-      // res + e0 + d*(j + k), a row of its own per residue res.
+      // res + e0 + d*(j + k), a row of its own per residue res. Stride si: output u0 of a tile
+      // reads from column si * u0 + e0.
       for (int64_t res = 0; res < d; ++res) {
         const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, kClMaxRow);
         for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
           const int64_t j0 = i * J / tiles, j1 = (i + 1) * J / tiles, u0 = res + d * j0;
-          r.col0 = u0 + e0;
+          r.col0 = si * u0 + e0;
           cl_direct_row_avx512(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
         }
       }
@@ -273,17 +345,22 @@ void run(const Problem& p, const Blocking& b, const Operands<float>& o, bool dat
     const int64_t S_src = first.src_size(), C = first.C;
     const Source s = src.at(n * src_sample + grp * C * S_src);  // [C, S_src]
     const float* s32 = f32_data(s);
-    if (!s32) {  // other dtypes: the whole (sample, group) converted into the slot
+    int64_t base = 0, ldc = S_src;
+    if (!s32) {  // other dtypes: the source rows the task reads, converted into the slot
       float* buf = reinterpret_cast<float*>(woff + g.k[0] * g.k[1]);
-      s.convert(C * S_src, 1, buf);
+      int64_t lo, hi;
+      task_rows(p, data, blk, nb, lo, hi);
+      const int64_t W = first.ax[2].src;
+      base = lo * W, ldc = (hi - lo) * W;
+      for (int64_t c = 0; c < C; ++c) s.at(c * S_src + base).convert(ldc, 1, buf + c * ldc);
       s32 = buf;
     }
     const float* packed = o.shared;
     for (int64_t i = 0; i < P; ++i) {
       const ClPass ps = i == 0 ? first : pass(p, data, i);
       const int64_t R = ps.rows(), per_group = blocks16(ps.m) * ps.C * ps.taps() * 16;
-      run_rows(ps, s32, o.out + ng * ps.m * ps.dst_size(), R * blk / nb, R * (blk + 1) / nb, soff,
-               woff, packed + grp * per_group);
+      run_rows(ps, s32, base, ldc, o.out + ng * ps.m * ps.dst_size(), R * blk / nb,
+               R * (blk + 1) / nb, soff, woff, packed + grp * per_group);
       packed += packed_elems(ps, g.groups);
     }
   });

@@ -10,13 +10,17 @@
 //                       src[c][ud + e_kd, uh + e_kh, u * cs + e_0 + k * cs]
 //
 // (e: the taps' source offsets; cs: 1, or 2 for dilation 2 along rows, each residue of u a row of
-// its own). The kernel reads src as stored (channel-major rows) and holds, for one output row,
-// acc[u] = out[o0 .. o0+16][u0 + u]. The driver lists the tap rows whose source row exists for
-// that row, so the kh range is clipped per output row at no cost. Along the row, source column
-// p (p < UR + KW - 1) feeds the outputs u = p - k: per (tap row, c) the kernel loads the KW weight
-// vectors W[o0..][c][kd, kh, k] and issues, for every source column inside the input row, its
-// (up to KW) FMAs with the element broadcast from memory; columns in the padding are skipped, so
-// the left and right edges cost nothing either. UR + KW <= 21 zmm.
+// its own, or for stride 2 with dilation 2). A forward of stride 2 (dilation 1) along rows reads
+// src[..][u * 2 + e_0 + k]: its taps split by residue, k = r + 2 * j reads column
+// (u + j) * 2 + e_0 + r, so it is the cs = 2 walk twice per tap row, with ceil((K - r) / 2) taps
+// at column offset r (residues = 2; no tap is padded to a common width). The kernel reads src as
+// stored (channel-major rows) and holds, for one output row, acc[u] = out[o0 .. o0+16][u0 + u]. The
+// driver lists the tap rows whose source row exists for that row, so the kh range is clipped per
+// output row at no cost. Along the row, source column p (p < UR + KW - 1) feeds the outputs u = p -
+// k: per (tap row, c) the kernel loads the KW weight vectors W[o0..][c][kd, kh, k] and issues, for
+// every source column inside the input row, its (up to KW) FMAs with the element broadcast from
+// memory; columns in the padding are skipped, so the left and right edges cost nothing either. UR +
+// KW <= 23 zmm.
 #pragma once
 
 #include <cstdint>
@@ -38,10 +42,11 @@ struct ClRow {
   int64_t col0;   // input column of the tile's first output at its first row tap (may be < 0)
   int64_t width;  // input columns per row: columns outside [0, width) are padding
   int64_t cs;     // input columns between row taps and between outputs: 1, or 2 (dilation 2)
+  int64_t residues = 1;  // 1, or 2 = cs: stride 2 with dilation 1, the taps split by residue
 };
 
 // out[o * ld_out + u * os] = the tile's output channel o at position u (reading input columns
-// col0 + (u + k) * cs for row tap k), for o < nch (<= 16) and
+// col0 + (u + k) * cs for row tap k; residues 2: col0 + u * 2 + k), for o < nch (<= 16) and
 // u < ur (1..kClMaxRow), with kw (1..kClMaxKw) taps per row; zero when no tap row exists. os:
 // the output's column stride (a strided data gradient's phase writes every os-th column).
 void cl_direct_row_avx512(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
