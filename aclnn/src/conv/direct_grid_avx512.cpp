@@ -26,6 +26,7 @@ namespace {
 constexpr int kOB = static_cast<int>(kDirectOcBlock);  // forward: output channels per tile
 constexpr int kPV = 3;                                 // forward: 16-column vectors per tile
 constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 output channels)
+constexpr int64_t kWC4 = 6;  // ... per tile of 64 output channels
 
 inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -151,6 +152,15 @@ constexpr WeightTile kWeightTiles[kWC + 1] = {nullptr,
                                               weight_tile<OV, 11, kUnitC>,
                                               weight_tile<OV, 12, kUnitC>};
 
+template <bool kUnitC>
+constexpr WeightTile kWeightTiles4[kWC4 + 1] = {nullptr,
+                                                weight_tile<4, 1, kUnitC>,
+                                                weight_tile<4, 2, kUnitC>,
+                                                weight_tile<4, 3, kUnitC>,
+                                                weight_tile<4, 4, kUnitC>,
+                                                weight_tile<4, 5, kUnitC>,
+                                                weight_tile<4, 6, kUnitC>};
+
 // The weight kernel's calls: output channel blocks of 32 (or 16) x channel tiles x taps, each tap
 // over its window of the runs.
 template <bool kUnitC>
@@ -159,12 +169,15 @@ void weight_calls(int64_t m16, int64_t C, int64_t T, const int64_t* xoff, const 
                   const WeightRuns& runs, float* dwt) {
   // Channel tiles of nearly equal size (32 = 11 + 11 + 10, not 12 + 12 + 8): a narrow tile feeds
   // each dy load to fewer FMAs.
-  const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
-  for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
-    const bool two = o0 + 32 <= m16;
+  for (int64_t o0 = 0; o0 < m16;) {
+    const int ov = o0 + 64 <= m16 ? 4 : o0 + 32 <= m16 ? 2 : 1;
+    const int64_t wc = ov == 4 ? kWC4 : kWC;
+    const int64_t tiles = (C + wc - 1) / wc, base = C / tiles, wide = C % tiles;
     for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
       const int rc = static_cast<int>(base + (i < wide));
-      const WeightTile tile = two ? kWeightTiles<2, kUnitC>[rc] : kWeightTiles<1, kUnitC>[rc];
+      const WeightTile tile = ov == 4   ? kWeightTiles4<kUnitC>[rc]
+                              : ov == 2 ? kWeightTiles<2, kUnitC>[rc]
+                                        : kWeightTiles<1, kUnitC>[rc];
       for (int64_t t = 0; t < T; ++t) {
         const RunWindow w = run_window(runs, box[t]);
         if (w.rows == 0) continue;  // the tap reads only padding here
@@ -175,6 +188,7 @@ void weight_calls(int64_t m16, int64_t C, int64_t T, const int64_t* xoff, const 
       }
       c0 += rc;
     }
+    o0 += 16 * ov;
   }
 }
 
