@@ -177,6 +177,7 @@ Fit plan(const Problem& p, bool data) {
     for (int64_t i = 0; i < passes(p, data); ++i)
       f.b.shared_elems += packed_elems(pass(p, data, i), g.groups);
     f.b.rows = block_size(first.rows(), ceil_div(pieces_wanted(p), passes(p, data)));
+    if (small_blocks()) f.b.rows = 1;
     // Slot: the tap-row lists (two int64 per tap row), then (other dtypes) the source rows of a
     // task's block as fp32. 3d: blocks of at most 1/8 of the output depth, so that a task
     // converts a slab of the volume, not all of it.

@@ -66,12 +66,16 @@ const float* weights_f32(const Source& w, int64_t count, float* scratch) {
   return scratch;
 }
 
-int64_t block_budget(int64_t bytes) {
+bool small_blocks() {
   static const bool small = [] {
     const char* env = std::getenv("ACLNN_CPU_SMALL_BLOCKS");
     return env != nullptr && std::string_view(env) == "1";
   }();
-  return small ? 1 : bytes;
+  return small;
+}
+
+int64_t block_budget(int64_t bytes) {
+  return small_blocks() ? 1 : bytes;
 }
 
 int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t want) {

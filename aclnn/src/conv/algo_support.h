@@ -84,6 +84,8 @@ inline int64_t block_size(int64_t total, int64_t want) {
 // over blocks sized by a budget then runs its smallest blocks, so their boundaries (a row block
 // starting past row 0, a 3d plane between blocks) are reached by the small shapes of the sweeps.
 int64_t block_budget(int64_t bytes);
+// The test switch itself, for blockings not sized in bytes (cl_direct: one row per task).
+bool small_blocks();
 // Columns per chunk of a column matrix with `rows` rows: about 2 MiB per thread, at least 16
 // (unless the matrix is narrower), at most total / want (rounded up).
 int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t want);
