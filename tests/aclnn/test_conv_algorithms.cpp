@@ -134,6 +134,14 @@ class ConvAlgorithm : public ::testing::TestWithParam<Algo> {};
 
 constexpr int kUseFp16 = 2;  // cubeMathType USE_FP16: fp32 operands rounded to fp16
 
+// c's backward and forward with every operand of dtype dt, under cubeMathType `cube`.
+void CheckBothWays(ConvCase c, aclDataType dt, int cube = 0) {
+  c.x_dtype = c.w_dtype = c.gy_dtype = dt;
+  c.cube = cube;
+  EXPECT_TRUE(acltest::CheckConvBackward(c));
+  EXPECT_TRUE(acltest::CheckConvForward(c));
+}
+
 TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
   const Algo& a = GetParam();
   if (CapChangesNothing()) GTEST_SKIP() << "ACLNN_CPU_MAX_ISA=avx2 on an AVX2 CPU: the default run";
@@ -170,19 +178,11 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     c.layout = Layout::kPadded;
     EXPECT_TRUE(acltest::CheckConvBackward(c));
     c.layout = Layout::kContiguous;
-    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_BF16;  // read natively where the CPU can
-    EXPECT_TRUE(acltest::CheckConvBackward(c));
-    EXPECT_TRUE(acltest::CheckConvForward(c));
+    CheckBothWays(c, ACL_BF16);  // read natively where the CPU can
     // fp16, and fp32 rounded to fp16 (cubeMathType USE_FP16): converted as the algorithms that
     // read sources gather their blocks, by a whole-tensor copy for the others.
-    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_FLOAT16;
-    EXPECT_TRUE(acltest::CheckConvBackward(c));
-    EXPECT_TRUE(acltest::CheckConvForward(c));
-    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_FLOAT;
-    c.cube = kUseFp16;
-    EXPECT_TRUE(acltest::CheckConvBackward(c));
-    EXPECT_TRUE(acltest::CheckConvForward(c));
-    c.cube = 0;
+    CheckBothWays(c, ACL_FLOAT16);
+    CheckBothWays(c, ACL_FLOAT, kUseFp16);
     c.x_dtype = c.w_dtype = c.gy_dtype = ACL_DOUBLE;  // algorithms without fp64 are skipped
     EXPECT_TRUE(acltest::CheckConvBackward(c));
   }
@@ -284,15 +284,9 @@ TEST(ConvAlgorithmPaths, ClDirectForwardStrided) {
     EXPECT_TRUE(acltest::CheckConvBackward(c));  // transposed: dx is the strided forward
     EXPECT_TRUE(acltest::CheckConvForward(c));
     c.mask = {true, false, false};
-    for (aclDataType dt : {ACL_FLOAT16, ACL_BF16}) {  // converted per (sample, group)
-      c.x_dtype = c.w_dtype = c.gy_dtype = dt;
-      EXPECT_TRUE(acltest::CheckConvBackward(c));
-      EXPECT_TRUE(acltest::CheckConvForward(c));
-    }
-    c.x_dtype = c.w_dtype = c.gy_dtype = ACL_FLOAT;
-    c.cube = kUseFp16;
-    EXPECT_TRUE(acltest::CheckConvBackward(c));
-    EXPECT_TRUE(acltest::CheckConvForward(c));
+    CheckBothWays(c, ACL_FLOAT16);  // converted per (sample, group)
+    CheckBothWays(c, ACL_BF16);
+    CheckBothWays(c, ACL_FLOAT, kUseFp16);
   }
   const std::string log = ::testing::internal::GetCapturedStderr();
   const bool avx512 = ExpectedIsa() == "avx512";
