@@ -157,12 +157,15 @@ Fit plan_weight(const Problem& p) {
   const TapGrid tg = forward_grid(g);
   Fit f = applies(p, tg.waste());
   if (!f.applies) return f;
-  // Fewer than 8 input channels make narrow tiles, each dy load feeding few FMAs (AVX-512,
-  // first7x7's 3: 76 vs 63 ms for implicit_gemm). On AVX2 with a W stride, where implicit_gemm
-  // does not apply, they still beat im2col_gemm's column copies (Zen 3, first7x7, min of 9
-  // calls: 1 thread 99 vs 137 ms, 2 threads 107 vs 211 ms).
-  prefer_not(f, g.cin_g() < 8 && (p.avx512() || g.stride[2] == 1),
-             "fewer than 8 input channels per group");
+  // AVX2: fewer than 8 input channels make narrow tiles, each dy load feeding few FMAs; with a W
+  // stride, where implicit_gemm does not apply, they still beat im2col_gemm's column copies
+  // (Zen 3, first7x7, min of 9 calls: 1 thread 99 vs 137 ms, 2 threads 107 vs 211 ms). AVX-512
+  // reads x in place with 64-channel tiles and skips the padding: ahead everywhere (Zen 4,
+  // backward_weight ms, 1 / 2 threads, grid_direct vs the GEMM lowering chosen before:
+  // first7x7 45.1 / 27.5 vs 60.8 / 30.5, bf16 27.0 / 12.0 vs 64.3 / 32.3; mnist1 1.50 / 0.71 vs
+  // 1.80 / 0.90, bf16 1.08 / 0.53 vs 1.85 / 0.94).
+  prefer_not(f, g.cin_g() < 8 && !p.avx512() && g.stride[2] == 1,
+             "AVX2 and fewer than 8 input channels per group");
   // AVX2's tiles are 32 output channels x 3 input channels: above 64 output channels the GEMM
   // lowerings measured faster (Zen 3, 1 thread, 3 runs: c1d_audio's 128 140-176 vs 126-148 ms,
   // stride2's 256 62-90 vs 50-65 ms; at 64, mnist2 17 vs 20 ms and c3d 294-306 vs 308-326).
