@@ -2,7 +2,7 @@
 // (reached only after the runtime check, bf16_dot_kernels()). The fp32 row kernel of
 // cl_direct_avx512.cpp with vdpbf16ps on channel pairs: per (tap row, channel pair) KW weight
 // vectors of 16 lanes x 2 bf16, and each source unit (a pair of channels at one column) broadcast
-// from memory into the (up to KW) accumulators it reaches. No standard-library template is
+// into the (up to KW) accumulators it reaches. No standard-library template is
 // instantiated inside the target region.
 #include <immintrin.h>
 
@@ -18,6 +18,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "conv/bf16_dot_avx512.h"
 #include "gemm/avx512_util.h"
 
 namespace aclnn_cpu::conv {
@@ -25,12 +26,6 @@ namespace {
 
 inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
-}
-
-// acc[l] += w[l].lo * x.lo + w[l].hi * x.hi (x: one unit of a bf16 pair, broadcast from memory
-// as the instruction's {1to16} operand, like cl_direct_avx512.cpp's fma_bcast).
-static inline void dot2_bcast(__m512& acc, __m512i w, const uint32_t* x) {
-  asm("vdpbf16ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*x));
 }
 
 // out[o * ld_out + u * os] = v[o][u] for o < nch, u < ur: contiguous, every other element (a
@@ -79,10 +74,15 @@ inline void accumulate(__m512 (&acc)[UR], const ClRowBf16& r, int64_t plo, int64
       for (int p = 0; p < P; ++p) {
         if (kGuard == 2 && (p < plo || p >= phi)) continue;
         if (kGuard == 1 && ((p < KW - 1 && p < plo) || (p >= UR && p >= phi))) continue;
+        // The unit broadcast once into a register for its (up to KW) dot products: level with
+        // broadcasting it from memory in each (vdpbf16ps's {1to16} operand; Zen 4, 1 thread,
+        // backward_data min of 3: resnet3x3 34.5 vs 34.9 ms, mnist2 4.83 vs 4.80, stride2
+        // 17.9 vs 17.9).
+        const __m512i xb = _mm512_set1_epi32(static_cast<int>(src[at + p * CS]));
 #pragma GCC unroll 8
         for (int k = 0; k < KW; ++k) {
           const int u = p - k;
-          if (u >= 0 && u < UR) dot2_bcast(acc[u], wv[k], src + at + p * CS);
+          if (u >= 0 && u < UR) acc[u] = dot2(acc[u], wv[k], xb);
         }
       }
     }
