@@ -212,12 +212,30 @@ void run_rows(const Phase& ps, const uint32_t* dy2, float* out, int64_t r0, int6
       }
 }
 
-// dy2[o2][s] = (dy[2 o2][s], dy[2 o2 + 1][s]) for o2 < C2, s < S: a (sample, group) of dy
+// The span [lo, hi) of dy positions (whole rows) that output rows [R blk / nb, R (blk + 1) / nb)
+// of each phase read: a task converts only those (a (sample, group) cut into nb tasks would
+// otherwise convert all of dy nb times).
+std::array<int64_t, 2> dy_span(const ConvGeometry& g, int64_t blk, int64_t nb, int64_t* soff,
+                               int64_t* woff) {
+  int64_t lo = g.out_size(), hi = 0;
+  for (int64_t i = 0; i < data_phase_count(g); ++i) {
+    const Phase ps = phase(g, i);
+    const int64_t R = ps.rows(), H = ps.ax[1].out;
+    for (int64_t row = R * blk / nb; row < R * (blk + 1) / nb; ++row)
+      for (int64_t t = 0, n = list_tap_rows(ps, row / H, row % H, soff, woff); t < n; ++t)
+        lo = std::min(lo, soff[t]), hi = std::max(hi, soff[t] + ps.ax[2].src);
+  }
+  return {lo, std::max(lo, hi)};
+}
+
+// dy2[o2][s] = (dy[2 o2][s], dy[2 o2 + 1][s]) for o2 < C2, s in [lo, hi): a (sample, group) of dy
 // [C, S] as channel pairs (zero high halves past an odd C).
-void dy_pairs(const uint16_t* dy, int64_t C, int64_t S, uint32_t* dy2) {
+void dy_pairs(const uint16_t* dy, int64_t C, int64_t S, std::array<int64_t, 2> span,
+              uint32_t* dy2) {
+  const int64_t lo = span[0], n = span[1] - span[0];
   for (int64_t o2 = 0; o2 < ceil_div(C, 2); ++o2) {
-    const uint16_t* a = dy + 2 * o2 * S;
-    direct_interleave_bf16(a, 2 * o2 + 1 < C ? a + S : nullptr, S, dy2 + o2 * S);
+    const uint16_t* a = dy + 2 * o2 * S + lo;
+    direct_interleave_bf16(a, 2 * o2 + 1 < C ? a + S : nullptr, n, dy2 + o2 * S + lo);
   }
 }
 
@@ -237,7 +255,7 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
     uint32_t* dy2 =
         reinterpret_cast<uint32_t*>(slot_scratch(p, b, o) + round16(4 * g.k[0] * g.k[1]));
     const int64_t C = g.cout_g(), S = g.out_size();
-    dy_pairs(o.y16 + ng * C * S, C, S, dy2);  // [N, groups, Cog, S_out]
+    dy_pairs(o.y16 + ng * C * S, C, S, dy_span(g, blk, nb, soff, woff), dy2);  // [N, g, Cog, S]
     const uint32_t* packed = packed_all;
     const int64_t grp = ng % g.groups;
     for (int64_t i = 0; i < P; ++i) {
