@@ -212,32 +212,50 @@ void run_rows(const Phase& ps, const uint32_t* dy2, float* out, int64_t r0, int6
       }
 }
 
-// The span [lo, hi) of dy positions (whole rows) that output rows [R blk / nb, R (blk + 1) / nb)
-// of each phase read: a task converts only those (a (sample, group) cut into nb tasks would
-// otherwise convert all of dy nb times).
-std::array<int64_t, 2> dy_span(const ConvGeometry& g, int64_t blk, int64_t nb, int64_t* soff,
+// The span [lo, hi) of dy positions (whole rows) that output rows [r0, r1) of a phase read.
+std::array<int64_t, 2> dy_span(const Phase& ps, int64_t r0, int64_t r1, int64_t* soff,
                                int64_t* woff) {
-  int64_t lo = g.out_size(), hi = 0;
-  for (int64_t i = 0; i < data_phase_count(g); ++i) {
-    const Phase ps = phase(g, i);
-    const int64_t R = ps.rows(), H = ps.ax[1].out;
-    for (int64_t row = R * blk / nb; row < R * (blk + 1) / nb; ++row)
-      for (int64_t t = 0, n = list_tap_rows(ps, row / H, row % H, soff, woff); t < n; ++t)
-        lo = std::min(lo, soff[t]), hi = std::max(hi, soff[t] + ps.ax[2].src);
-  }
+  int64_t lo = ps.src_size(), hi = 0;
+  for (int64_t row = r0; row < r1; ++row)
+    for (int64_t t = 0, n = list_tap_rows(ps, row / ps.ax[1].out, row % ps.ax[1].out, soff, woff);
+         t < n; ++t)
+      lo = std::min(lo, soff[t]), hi = std::max(hi, soff[t] + ps.ax[2].src);
   return {lo, std::max(lo, hi)};
 }
 
 // dy2[o2][s] = (dy[2 o2][s], dy[2 o2 + 1][s]) for o2 < C2, s in [lo, hi): a (sample, group) of dy
 // [C, S] as channel pairs (zero high halves past an odd C).
-void dy_pairs(const uint16_t* dy, int64_t C, int64_t S, std::array<int64_t, 2> span,
-              uint32_t* dy2) {
-  const int64_t lo = span[0], n = span[1] - span[0];
-  for (int64_t o2 = 0; o2 < ceil_div(C, 2); ++o2) {
+void dy_pairs(const uint16_t* dy, int64_t C, int64_t S, int64_t lo, int64_t hi, uint32_t* dy2) {
+  for (int64_t o2 = 0; o2 < ceil_div(C, 2) && hi > lo; ++o2) {
     const uint16_t* a = dy + 2 * o2 * S + lo;
-    direct_interleave_bf16(a, 2 * o2 + 1 < C ? a + S : nullptr, n, dy2 + o2 * S + lo);
+    direct_interleave_bf16(a, 2 * o2 + 1 < C ? a + S : nullptr, hi - lo, dy2 + o2 * S + lo);
   }
 }
+
+// The positions of dy2 converted so far by a task, one interval [lo, hi): each chunk of output
+// rows converts what its span adds just before its kernels read it, so dy2 is read back from L2
+// rather than from a sample-sized buffer converted up front (c3d_video: 6.4 MB of pairs per
+// sample; Zen 4, backward_data min of 4, ms, up front / per chunk: 1 thread 106.9 / 98.0, 2
+// threads 105.2 / 98.2; resnet3x3, stride2, mnist2 level), and a (sample, group) cut into
+// several tasks converts only each task's rows. Spans move up with the rows (and a later phase
+// starts inside what the first converted); a span below lo is converted all the same.
+struct Converted {
+  const uint16_t* dy;  // [C, S] of the (sample, group)
+  int64_t C, S;
+  uint32_t* dy2;
+  int64_t lo = 0, hi = 0;
+
+  void cover(std::array<int64_t, 2> span) {
+    if (span[1] <= span[0]) return;
+    if (hi <= lo) {
+      dy_pairs(dy, C, S, span[0], span[1], dy2);
+      lo = span[0], hi = span[1];
+      return;
+    }
+    if (span[0] < lo) dy_pairs(dy, C, S, span[0], lo, dy2), lo = span[0];
+    if (span[1] > hi) dy_pairs(dy, C, S, hi, span[1], dy2), hi = span[1];
+  }
+};
 
 void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const ConvGeometry& g = p.g;
@@ -249,20 +267,23 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
     at += packed_units(ps, g.groups);
   }
   for_tasks(g.N * g.groups * nb, [&](int64_t t) {
-    const int64_t ng = t / nb, blk = t % nb;
+    const int64_t ng = t / nb, blk = t % nb, grp = ng % g.groups;
     int64_t* soff = reinterpret_cast<int64_t*>(slot_scratch(p, b, o));
     int64_t* woff = soff + g.k[0] * g.k[1];
     uint32_t* dy2 =
         reinterpret_cast<uint32_t*>(slot_scratch(p, b, o) + round16(4 * g.k[0] * g.k[1]));
     const int64_t C = g.cout_g(), S = g.out_size();
-    dy_pairs(o.y16 + ng * C * S, C, S, dy_span(g, blk, nb, soff, woff), dy2);  // [N, g, Cog, S]
+    Converted done{o.y16 + ng * C * S, C, S, dy2};  // dy [N, groups, Cog, S_out]
     const uint32_t* packed = packed_all;
-    const int64_t grp = ng % g.groups;
     for (int64_t i = 0; i < P; ++i) {
       const Phase ps = phase(g, i);
       const int64_t R = ps.rows(), per_group = blocks16(ps.m) * ps.C2() * ps.taps() * 16;
-      run_rows(ps, dy2, o.out + ng * ps.m * ps.dst_size(), R * blk / nb, R * (blk + 1) / nb, soff,
-               woff, packed + grp * per_group);
+      for (int64_t r0 = R * blk / nb, r1 = R * (blk + 1) / nb; r0 < r1; r0 += kRowChunk) {
+        const int64_t e = std::min(r1, r0 + kRowChunk);
+        done.cover(dy_span(ps, r0, e, soff, woff));
+        run_rows(ps, dy2, o.out + ng * ps.m * ps.dst_size(), r0, e, soff, woff,
+                 packed + grp * per_group);
+      }
       packed += packed_units(ps, g.groups);
     }
   });
