@@ -215,10 +215,13 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
   if (a.runs_here) {
     EXPECT_GT(count, 0) << a.name << " (" << a.primitive << ") never ran on the sweep";
     EXPECT_GT(timed, 0) << a.name << " (" << a.primitive << ") ran without a verbose time line";
-  } else {  // forced where its kernels cannot run: never chosen, and the results stay right
+  } else {  // forced where its kernels cannot run (a wider ISA; bf16-only algorithms: the dot
+            // kernels, off with ACLNN_CPU_BF16_DOT=0): never chosen, and the results stay right
     EXPECT_EQ(count, 0) << a.name << " (" << a.primitive << ") ran without the ISA it needs";
-    std::printf("note: %s (%s) needs a wider ISA than %s; checked that it never ran\n",
-                a.name.c_str(), a.primitive.c_str(), ExpectedIsa().c_str());
+    std::printf(
+        "note: %s (%s) needs a wider ISA than %s or the bf16 dot kernels; checked that "
+        "it never ran\n",
+        a.name.c_str(), a.primitive.c_str(), ExpectedIsa().c_str());
   }
 }
 

@@ -101,6 +101,7 @@ struct Algorithm {
   const char* name;
   Primitive primitive;
   Fit (*plan)(const Problem&);
+  // null: bf16 inputs only (run_bf16; its plan refuses other problems), where the dot kernels run
   void (*run_f32)(const Problem&, const Blocking&, const Operands<float>&);
   void (*run_f64)(const Problem&, const Blocking&, const Operands<double>&);  // null: fp32 only
   // Reads bf16 inputs natively (fp32 accumulation into `out`); null: bf16 inputs are converted

@@ -20,6 +20,7 @@ extern const Algorithm kIm2colGemmForward;     // algo_im2col_gemm.cpp
 extern const Algorithm kDepthwiseData;
 extern const Algorithm kPointwiseData;
 extern const Algorithm kClDirectData;
+extern const Algorithm kClDirectBf16Data;  // algo_cl_direct_bf16.cpp: bf16 inputs only
 extern const Algorithm kGridDirectData;
 extern const Algorithm kFlipGridGemmData;  // algo_flipped.cpp: forward algorithms on the
                                            // flipped geometry (unit stride)

@@ -21,19 +21,19 @@ namespace {
 const Algorithm* const kForward[] = {
     &kDepthwiseForward,  &kPointwiseForward, &kStridedDirectForward, &kClDirectForward,
     &kGridDirectForward, &kGridGemmForward,  &kImplicitGemmForward,  &kIm2colGemmForward};
-const Algorithm* const kData[] = {&kDepthwiseData,      &kPointwiseData,    &kClDirectData,
-                                  &kGridDirectData,     &kFlipGridGemmData, &kFlipImplicitGemmData,
-                                  &kFlipIm2colGemmData, &kCol2imGemmData};
+const Algorithm* const kData[] = {&kDepthwiseData,        &kPointwiseData,      &kClDirectData,
+                                  &kClDirectBf16Data,     &kGridDirectData,     &kFlipGridGemmData,
+                                  &kFlipImplicitGemmData, &kFlipIm2colGemmData, &kCol2imGemmData};
 const Algorithm* const kWeight[] = {&kDepthwiseWeight,  &kPointwiseWeight, &kStridedDirectWeight,
                                     &kGridDirectWeight, &kGridGemmWeight,  &kImplicitGemmWeight,
                                     &kIm2colGemmWeight};
 const Algorithm* const kAll[] = {
-    &kDepthwiseForward,  &kPointwiseForward,     &kStridedDirectForward, &kClDirectForward,
-    &kGridDirectForward, &kGridGemmForward,      &kImplicitGemmForward,  &kIm2colGemmForward,
-    &kDepthwiseData,     &kPointwiseData,        &kClDirectData,         &kGridDirectData,
-    &kFlipGridGemmData,  &kFlipImplicitGemmData, &kFlipIm2colGemmData,   &kCol2imGemmData,
-    &kDepthwiseWeight,   &kPointwiseWeight,      &kStridedDirectWeight,  &kGridDirectWeight,
-    &kGridGemmWeight,    &kImplicitGemmWeight,   &kIm2colGemmWeight};
+    &kDepthwiseForward,  &kPointwiseForward, &kStridedDirectForward, &kClDirectForward,
+    &kGridDirectForward, &kGridGemmForward,  &kImplicitGemmForward,  &kIm2colGemmForward,
+    &kDepthwiseData,     &kPointwiseData,    &kClDirectData,         &kClDirectBf16Data,
+    &kGridDirectData,    &kFlipGridGemmData, &kFlipImplicitGemmData, &kFlipIm2colGemmData,
+    &kCol2imGemmData,    &kDepthwiseWeight,  &kPointwiseWeight,      &kStridedDirectWeight,
+    &kGridDirectWeight,  &kGridGemmWeight,   &kImplicitGemmWeight,   &kIm2colGemmWeight};
 
 // The comma-separated names of ACLNN_CPU_CONV_ALGO, or empty.
 std::string_view forced_list() {
@@ -167,7 +167,10 @@ ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
   const auto all = aclnn_cpu::conv::all_algorithms();
   if (index < 0 || index >= aclnnCpuConvAlgorithmCount()) return 0;
   const size_t i = static_cast<size_t>(index);
-  if (i < all.size()) return aclnn_cpu::gemm::isa() >= all[i]->needs_isa;
+  // An algorithm without run_f32 reads bf16 only, with the dot kernels.
+  if (i < all.size())
+    return aclnn_cpu::gemm::isa() >= all[i]->needs_isa &&
+           (all[i]->run_f32 || aclnn_cpu::conv::bf16_dot_kernels());
   switch (kTbcForms[i - all.size()]) {
     case TbcMode::kBf16:
       return aclnn_cpu::conv::bf16_dot_kernels();

@@ -1,0 +1,167 @@
+// The channel-lane bf16 row kernels of cl_direct_bf16.h, compiled for AVX-512 + AVX512_BF16
+// (reached only after the runtime check, bf16_dot_kernels()). The fp32 row kernel of
+// cl_direct_avx512.cpp with vdpbf16ps on channel pairs: per (tap row, channel pair) KW weight
+// vectors of 16 lanes x 2 bf16, and each source unit (a pair of channels at one column) broadcast
+// into the (up to KW) accumulators it reaches. No standard-library template is
+// instantiated inside the target region.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "conv/cl_direct_bf16.h"
+
+#include "gemm/target_avx512bf16_begin.h"
+// GCC 12 sees the intrinsics' internal __Y as uninitialized in the transposes.
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "conv/bf16_dot_avx512.h"
+#include "gemm/avx512_util.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+// out[o * ld_out + u * os] = v[o][u] for o < nch, u < ur: contiguous, every other element (a
+// stride-2 data gradient's phase), or one by one.
+void store_tile(const __m512* v, int64_t ur, float* out, int64_t ld_out, int64_t nch, int64_t os) {
+  if (os == 1) {
+    const __mmask16 m = gemm::first_lanes(ur);
+    for (int64_t o = 0; o < nch; ++o) _mm512_mask_storeu_ps(out + o * ld_out, m, v[o]);
+  } else if (os == 2) {  // lane 2k of the low (high) half is v[k] (v[8 + k])
+    const __m512i lo_idx = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i hi_idx = _mm512_add_epi32(lo_idx, _mm512_set1_epi32(8));
+    const __mmask16 lo = gemm::first_lanes(2 * ur - 1) & 0x5555;
+    const __mmask16 hi = gemm::first_lanes(2 * ur - 17) & 0x5555;
+    for (int64_t o = 0; o < nch; ++o) {
+      _mm512_mask_storeu_ps(out + o * ld_out, lo, _mm512_permutexvar_ps(lo_idx, v[o]));
+      _mm512_mask_storeu_ps(out + o * ld_out + 16, hi, _mm512_permutexvar_ps(hi_idx, v[o]));
+    }
+  } else {
+    alignas(64) float lanes[16];
+    for (int64_t o = 0; o < nch; ++o) {
+      _mm512_store_ps(lanes, v[o]);
+      for (int64_t u = 0; u < ur; ++u) out[o * ld_out + u * os] = lanes[u];
+    }
+  }
+}
+
+// acc[u] (16 output channels at output u of the tile) += sum over tap rows t, channel pairs c2,
+// row taps k of W2[t][c2][k] . src2[c2][row t][col0 + (u + k) * CS] (one vdpbf16ps per term:
+// both channels of the pair). Source column p = u + k is dotted into the (up to KW) accumulators
+// it reaches; p outside [plo, phi) is padding and skipped. kGuard 0: no test (an interior tile);
+// 1: the first and last KW - 1 columns are tested (a row's edge within the kernel's reach); 2:
+// every column.
+template <int UR, int KW, int CS, int kGuard>
+inline void accumulate(__m512 (&acc)[UR], const ClRowBf16& r, int64_t plo, int64_t phi) {
+  constexpr int P = UR + KW - 1;
+  const uint32_t* const src = r.src;
+  const int64_t C2 = r.C2, ldc = r.ldc, wc = r.wc, rows = r.rows;
+  for (int64_t t = 0; t < rows; ++t) {
+    const uint32_t* wt = r.w + r.woff[t];
+    int64_t at = r.soff[t] + r.col0;  // column col0 of this tap row in pair 0
+    for (int64_t c = 0; c < C2; ++c, wt += wc, at += ldc) {
+      __m512i wv[KW];
+#pragma GCC unroll 8
+      for (int k = 0; k < KW; ++k) wv[k] = _mm512_loadu_si512(wt + 16 * k);
+#pragma GCC unroll 32
+      for (int p = 0; p < P; ++p) {
+        if (kGuard == 2 && (p < plo || p >= phi)) continue;
+        if (kGuard == 1 && ((p < KW - 1 && p < plo) || (p >= UR && p >= phi))) continue;
+        // The unit broadcast once into a register for its (up to KW) dot products: level with
+        // broadcasting it from memory in each (vdpbf16ps's {1to16} operand; Zen 4, 1 thread,
+        // backward_data min of 3: resnet3x3 34.5 vs 34.9 ms, mnist2 4.83 vs 4.80, stride2
+        // 17.9 vs 17.9).
+        const __m512i xb = _mm512_set1_epi32(static_cast<int>(src[at + p * CS]));
+#pragma GCC unroll 8
+        for (int k = 0; k < KW; ++k) {
+          const int u = p - k;
+          if (u >= 0 && u < UR) acc[u] = dot2(acc[u], wv[k], xb);
+        }
+      }
+    }
+  }
+}
+
+// One row tile: the accumulators, then out[o][u * os] = acc[u][o] (a 16 x 16 transpose).
+template <int UR, int KW, int CS>
+void row_tile(const ClRowBf16& r, float* out, int64_t ld_out, int64_t nch, int64_t os) {
+  constexpr int P = UR + KW - 1;  // source columns the tile reads, CS apart
+  // Column p reads input column col0 + p * CS: inside the row for p in [plo, phi).
+  const int64_t plo = r.col0 < 0 ? (CS - 1 - r.col0) / CS : 0;
+  const int64_t phi = r.width > r.col0 ? min64(P, (r.width - r.col0 + CS - 1) / CS) : 0;
+  __m512 acc[UR];
+#pragma GCC unroll 16
+  for (int u = 0; u < UR; ++u) acc[u] = _mm512_setzero_ps();
+  if (plo == 0 && phi == P) {
+    accumulate<UR, KW, CS, 0>(acc, r, plo, phi);
+  } else if (plo < KW && phi >= UR) {
+    accumulate<UR, KW, CS, 1>(acc, r, plo, phi);
+  } else {
+    accumulate<UR, KW, CS, 2>(acc, r, plo, phi);
+  }
+  __m512 v[16];
+#pragma GCC unroll 16
+  for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
+  gemm::transpose16(v);
+  store_tile(v, UR, out, ld_out, nch, os);
+}
+
+using RowTile = void (*)(const ClRowBf16&, float*, int64_t, int64_t, int64_t);
+
+template <int KW, int CS>
+constexpr RowTile kRowTiles[kClBf16MaxRow + 1] = {nullptr,
+                                                  row_tile<1, KW, CS>,
+                                                  row_tile<2, KW, CS>,
+                                                  row_tile<3, KW, CS>,
+                                                  row_tile<4, KW, CS>,
+                                                  row_tile<5, KW, CS>,
+                                                  row_tile<6, KW, CS>,
+                                                  row_tile<7, KW, CS>,
+                                                  row_tile<8, KW, CS>,
+                                                  row_tile<9, KW, CS>,
+                                                  row_tile<10, KW, CS>,
+                                                  row_tile<11, KW, CS>,
+                                                  row_tile<12, KW, CS>,
+                                                  row_tile<13, KW, CS>,
+                                                  row_tile<14, KW, CS>};
+
+template <int CS>
+RowTile row_tile_for(int64_t ur, int64_t kw) {
+  switch (kw) {
+    case 1:
+      return kRowTiles<1, CS>[ur];
+    case 2:
+      return kRowTiles<2, CS>[ur];
+    case 3:
+      return kRowTiles<3, CS>[ur];
+    case 4:
+      return kRowTiles<4, CS>[ur];
+    case 5:
+      return kRowTiles<5, CS>[ur];
+    case 6:
+      return kRowTiles<6, CS>[ur];
+    default:
+      return kRowTiles<7, CS>[ur];
+  }
+}
+
+}  // namespace
+
+void cl_direct_row_bf16(int64_t ur, int64_t kw, const ClRowBf16& r, float* out, int64_t ld_out,
+                        int64_t nch, int64_t os) {
+  (r.cs == 2 ? row_tile_for<2>(ur, kw) : row_tile_for<1>(ur, kw))(r, out, ld_out, nch, os);
+}
+
+}  // namespace aclnn_cpu::conv
+
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#include "gemm/target_end.h"
