@@ -149,6 +149,36 @@ TEST(WorkspaceBf16, PointwiseAtMostTwiceTheLargestTensor) {
   ExpectWithinBound(BenchProblem("c2d_resnet1x1", 4), ACL_BF16);
 }
 
+// The plan lines phase 1 prints (ACLNN_CPU_VERBOSE) for all three gradients of `p` in `dt`.
+std::string PlanLines(const Problem& p, aclDataType dt, int cube = 0) {
+  acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  ::testing::internal::CaptureStderr();
+  ExpectWithinBound(p, dt, cube);
+  return ::testing::internal::GetCapturedStderr();
+}
+
+// Depthwise convolutions keep the plane kernels in every dtype: bf16 prefers algorithms that read
+// it natively, and one whose cost rules overlooked depthwise shapes took its weight gradient at a
+// seventh of the speed (grid_direct with one channel a group, c2d_depthwise bf16: ~100 vs 15 ms).
+TEST(BenchPlans, DepthwiseRunsThePlaneKernelsInEveryDtype) {
+  const Problem p = BenchProblem("c2d_depthwise", 4);
+  struct Form {
+    aclDataType dt;
+    int cube;
+  };
+  for (Form f : {Form{ACL_FLOAT, 0}, Form{ACL_FLOAT16, 0}, Form{ACL_BF16, 0}, Form{ACL_FLOAT, 2}}) {
+    const std::string log = PlanLines(p, f.dt, f.cube);
+    int plans = 0;
+    for (size_t at = 0; (at = log.find("aclnn_cpu_verbose,plan,", at)) != std::string::npos;) {
+      const std::string line = log.substr(at, log.find('\n', at) - at);
+      EXPECT_NE(line.find(",depthwise_direct,"), std::string::npos) << line;
+      ++plans;
+      at += line.size();
+    }
+    EXPECT_EQ(plans, 2) << "dtype " << f.dt << ", cube " << f.cube << ":\n" << log;
+  }
+}
+
 // The chunked runs compute the right values: outputs of another dtype larger than the 8 MiB
 // chunk (fp32), with a batch of 3 (one sample per run): dx of a 1x1 and of a depthwise conv
 // (backward), y of a 1x1 (forward), against the float64 reference.

@@ -10,8 +10,6 @@
 namespace aclnn_cpu::conv {
 namespace {
 
-constexpr int64_t kMaxChannelMultiplier = 8;
-
 Fit plan(const Problem& p) {
   Fit f;
   if (p.fp64) {
@@ -22,7 +20,7 @@ Fit plan(const Problem& p) {
     // With many output channels per group the GEMM lowerings win: MNIST's first layer (1 -> 32,
     // 5x5, 28x28), 1 thread: 25 GFLOP/s here vs 44 with implicit_gemm + col2im_gemm.
     f.applies = true;
-    f.preferred = p.g.cout_g() <= kMaxChannelMultiplier;
+    f.preferred = depthwise_preferred(p.g);
     f.reason = f.preferred ? "one input channel per group"
                            : "more than 8 output channels per group: GEMMs are faster";
     if (p.converts) {  // a plane (or a group's planes) per thread, the weights once

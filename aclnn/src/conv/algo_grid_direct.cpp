@@ -25,6 +25,7 @@
 
 #include "conv/algo_support.h"
 #include "conv/algorithms.h"
+#include "conv/depthwise.h"
 #include "conv/direct_grid.h"
 #include "conv/grid_direct_plan.h"
 #include "conv/tap_grid.h"
@@ -166,6 +167,10 @@ Fit plan_weight(const Problem& p) {
   // 1.80 / 0.90, bf16 1.08 / 0.53 vs 1.85 / 0.94).
   prefer_not(f, g.cin_g() < 8 && !p.avx512() && g.stride[2] == 1,
              "AVX2 and fewer than 8 input channels per group");
+  // Depthwise: one channel a group makes 1-channel tiles per group; the plane kernels win (and
+  // bf16, which prefers algorithms reading it natively, must not take this over them: c2d_depthwise
+  // bf16 weight, 1 thread, ~100 ms here vs 14.8 ms).
+  prefer_not(f, depthwise_preferred(g), "depthwise: depthwise_direct's plane kernels");
   // AVX2's tiles are 32 output channels x 3 input channels: above 64 output channels the GEMM
   // lowerings measured faster (Zen 3, 1 thread, 3 runs: c1d_audio's 128 140-176 vs 126-148 ms,
   // stride2's 256 62-90 vs 50-65 ms; at 64, mnist2 17 vs 20 ms and c3d 294-306 vs 308-326).

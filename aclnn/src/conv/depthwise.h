@@ -54,6 +54,12 @@ bool dw_plane_backward_data_avx2(const ConvGeometry& g, float* dx, const float* 
 inline bool use_depthwise(const ConvGeometry& g) {
   return g.groups >= 1 && g.C_in == g.groups && g.N > 0 && g.C_out > 0;
 }
+// Whether depthwise_direct's cost rule prefers them: up to 8 output channels per group (with
+// more, GEMMs and the grid kernels win).
+inline constexpr int64_t kDepthwiseMaxMultiplier = 8;
+inline bool depthwise_preferred(const ConvGeometry& g) {
+  return use_depthwise(g) && g.cout_g() <= kDepthwiseMaxMultiplier;
+}
 
 // An input of the kernels below: dense fp32 read in place, or elements of another kind (or
 // rounded) converted a plane at a time into the calling task's buffer, so that no fp32 copy of
