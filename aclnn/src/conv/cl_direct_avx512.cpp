@@ -15,6 +15,7 @@
 #endif
 
 #include "gemm/avx512_util.h"
+#include "conv/cl_store_avx512.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -29,30 +30,6 @@ inline int64_t min64(int64_t a, int64_t b) {
 // faster (1 thread, medians of 6: 13.84 vs 14.18 ms).
 static inline void fma_bcast(__m512& acc, __m512 w, const float* x) {
   asm("vfmadd231ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*x));
-}
-
-// out[o * ld_out + u * os] = v[o][u] for o < nch, u < ur: contiguous, every other element (a
-// stride-2 data gradient's phase, like direct_scatter2_avx512), or one by one.
-void store_tile(const __m512* v, int64_t ur, float* out, int64_t ld_out, int64_t nch, int64_t os) {
-  if (os == 1) {
-    const __mmask16 m = gemm::first_lanes(ur);
-    for (int64_t o = 0; o < nch; ++o) _mm512_mask_storeu_ps(out + o * ld_out, m, v[o]);
-  } else if (os == 2) {  // lane 2k of the low (high) half is v[k] (v[8 + k])
-    const __m512i lo_idx = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-    const __m512i hi_idx = _mm512_add_epi32(lo_idx, _mm512_set1_epi32(8));
-    const __mmask16 lo = gemm::first_lanes(2 * ur - 1) & 0x5555;
-    const __mmask16 hi = gemm::first_lanes(2 * ur - 17) & 0x5555;
-    for (int64_t o = 0; o < nch; ++o) {
-      _mm512_mask_storeu_ps(out + o * ld_out, lo, _mm512_permutexvar_ps(lo_idx, v[o]));
-      _mm512_mask_storeu_ps(out + o * ld_out + 16, hi, _mm512_permutexvar_ps(hi_idx, v[o]));
-    }
-  } else {
-    alignas(64) float lanes[16];
-    for (int64_t o = 0; o < nch; ++o) {
-      _mm512_store_ps(lanes, v[o]);
-      for (int64_t u = 0; u < ur; ++u) out[o * ld_out + u * os] = lanes[u];
-    }
-  }
 }
 
 // Taps of residue r (R residues: tap k = r + R * j) along a row of K taps: ceil((K - r) / R).
@@ -131,11 +108,7 @@ void row_tile(const ClRow& r, float* out, int64_t ld_out, int64_t nch, int64_t o
   } else {
     accumulate<UR, K, CS, R, 2>(acc, r, plo, phi);
   }
-  __m512 v[16];
-#pragma GCC unroll 16
-  for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
-  gemm::transpose16(v);
-  store_tile(v, UR, out, ld_out, nch, os);
+  cl_store_tile<UR>(acc, out, ld_out, nch, os);
 }
 
 using RowTile = void (*)(const ClRow&, float*, int64_t, int64_t, int64_t);

@@ -1,0 +1,51 @@
+// The store of the channel-lane row kernels (cl_direct_avx512.cpp and
+// cl_direct_bf16_avx512.cpp): a tile's accumulators hold 16 output channels per output position
+// and are written to a channel-major output. Include only inside the includer's target region,
+// after gemm/avx512_util.h, so these helpers are compiled for that region's ISA (each file gets
+// its own copy: they are static). No standard-library template is instantiated here.
+#pragma once
+
+#include <cstdint>
+
+#include "gemm/avx512_util.h"
+
+namespace aclnn_cpu::conv {
+
+// out[o * ld_out + u * os] = v[o][u] for o < nch, u < ur: contiguous, every other element (a
+// stride-2 data gradient's phase, like direct_scatter2_avx512), or one by one.
+static inline void cl_store_rows(const __m512* v, int64_t ur, float* out, int64_t ld_out,
+                                 int64_t nch, int64_t os) {
+  if (os == 1) {
+    const __mmask16 m = gemm::first_lanes(ur);
+    for (int64_t o = 0; o < nch; ++o) _mm512_mask_storeu_ps(out + o * ld_out, m, v[o]);
+  } else if (os == 2) {  // lane 2k of the low (high) half is v[k] (v[8 + k])
+    const __m512i lo_idx = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i hi_idx = _mm512_add_epi32(lo_idx, _mm512_set1_epi32(8));
+    const __mmask16 lo = gemm::first_lanes(2 * ur - 1) & 0x5555;
+    const __mmask16 hi = gemm::first_lanes(2 * ur - 17) & 0x5555;
+    for (int64_t o = 0; o < nch; ++o) {
+      _mm512_mask_storeu_ps(out + o * ld_out, lo, _mm512_permutexvar_ps(lo_idx, v[o]));
+      _mm512_mask_storeu_ps(out + o * ld_out + 16, hi, _mm512_permutexvar_ps(hi_idx, v[o]));
+    }
+  } else {
+    alignas(64) float lanes[16];
+    for (int64_t o = 0; o < nch; ++o) {
+      _mm512_store_ps(lanes, v[o]);
+      for (int64_t u = 0; u < ur; ++u) out[o * ld_out + u * os] = lanes[u];
+    }
+  }
+}
+
+// acc[u] = the 16 output channels at position u < UR of a tile -> out[o * ld_out + u * os] for
+// o < nch: a 16 x 16 transpose (positions past UR zero), then cl_store_rows.
+template <int UR>
+static inline void cl_store_tile(const __m512 (&acc)[UR], float* out, int64_t ld_out, int64_t nch,
+                                 int64_t os) {
+  __m512 v[16];
+#pragma GCC unroll 16
+  for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
+  gemm::transpose16(v);
+  cl_store_rows(v, UR, out, ld_out, nch, os);
+}
+
+}  // namespace aclnn_cpu::conv
