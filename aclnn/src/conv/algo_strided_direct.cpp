@@ -289,18 +289,28 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
           for (int64_t od = 0; od < g.out[0]; ++od)
             for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
               const int64_t r = std::min(f.rows, g.out[1] - o1);
-              build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
+              // fp32 dy read in place: the block's rows are contiguous in dy, so dy_t is one
+              // transpose with rows out[2] apart (the kernel steps x by its own layout).
+              const float* dy32 = in_place ? f32_data(dy) : nullptr;
+              const int64_t pitch = dy32 ? g.out[2] : f.pitch;
+              if (dy32) {
+                direct_transpose(dy32 + (od * g.out[1] + o1) * g.out[2], S_out, Cog, r * g.out[2],
+                                 dy_t, f.m16, f.m16);
+              } else {
+                build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
+              }
               if (in_place) {
                 const int64_t ih0 = g.stride[1] * o1 - g.pad_before[1];
                 if (slab) build_x_slab(g, f, x, nc, od, ih0, x_s);
                 const float* xs = static_cast<const float*>(x.data);
                 for_block_runs(g, f, od, o1, r, kCallPositionsInPlace,
-                               [&](int64_t i, int64_t j, const WeightRuns& runs) {
+                               [&](int64_t i, int64_t j, WeightRuns runs) {
                                  const float* at =
                                      slab ? x_s + i * g.stride[1] * g.in[2] + j * g.stride[2]
                                           : xs + run_source_offset(g, runs);
+                                 runs.pitch = pitch;
                                  direct_weight_in_place_avx512(f.m16, nc, K, xoff, box, at, xl,
-                                                               dy_t + (i * f.pitch + j) * f.m16,
+                                                               dy_t + (i * pitch + j) * f.m16,
                                                                f.m16, runs, dwt);
                                });
                 continue;
