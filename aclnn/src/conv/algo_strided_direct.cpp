@@ -20,7 +20,8 @@
 //                    The kernel steps x by ldx per output column and pitch * ldx per output row:
 //                    with ldx = s2 * cb16 and pitch = s1 * Wx / s2 (Wx a multiple of s2) that is s2
 //                    input columns and s1 input rows; dy_t rows are `pitch` positions apart to
-//                    match (only the first out[2] of each are written and read).
+//                    match (only the first out[2] of each are written and read). In place with
+//                    fp32 dy, dy_t is one transpose of the block's rows, out[2] apart.
 //
 // Measured against grid_direct on an AVX2-only Zen 3 (1 thread; see the commits): ct2d_decoder
 // forward 4.29 -> 3.85 ms, weight gradient 4.6 -> 4.06 ms (runs of 64 positions keep a call's dy_t
@@ -239,20 +240,20 @@ void build_x_slab(const ConvGeometry& g, const Frame& f, const Source& x, int64_
 }
 
 // Calls call(r, j, runs) for output rows [o1, o1 + rows) of plane od (the block) as runs of about
-// `positions` positions, the first at block row r, column j.
+// `positions` positions, the first at block row r, column j; dy_t rows `pitch` positions apart.
 template <typename Call>
-void for_block_runs(const ConvGeometry& g, const Frame& f, int64_t od, int64_t o1, int64_t rows,
-                    int64_t positions, Call&& call) {
+void for_block_runs(const ConvGeometry& g, int64_t od, int64_t o1, int64_t rows, int64_t positions,
+                    int64_t pitch, Call&& call) {
   const int64_t n = g.out[2];
   if (n > positions) {  // long rows: column chunks of one row
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < n; j += positions)
-        call(r, j, WeightRuns{1, std::min(positions, n - j), f.pitch, od, o1 + r, j});
+        call(r, j, WeightRuns{1, std::min(positions, n - j), pitch, od, o1 + r, j});
     return;
   }
   const int64_t per_call = std::max<int64_t>(1, positions / n);
   for (int64_t r = 0; r < rows; r += per_call)
-    call(r, 0, WeightRuns{std::min(per_call, rows - r), n, f.pitch, od, o1 + r, 0});
+    call(r, 0, WeightRuns{std::min(per_call, rows - r), n, pitch, od, o1 + r, 0});
 }
 
 void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
@@ -303,12 +304,11 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
                 const int64_t ih0 = g.stride[1] * o1 - g.pad_before[1];
                 if (slab) build_x_slab(g, f, x, nc, od, ih0, x_s);
                 const float* xs = static_cast<const float*>(x.data);
-                for_block_runs(g, f, od, o1, r, kCallPositionsInPlace,
-                               [&](int64_t i, int64_t j, WeightRuns runs) {
+                for_block_runs(g, od, o1, r, kCallPositionsInPlace, pitch,
+                               [&](int64_t i, int64_t j, const WeightRuns& runs) {
                                  const float* at =
                                      slab ? x_s + i * g.stride[1] * g.in[2] + j * g.stride[2]
                                           : xs + run_source_offset(g, runs);
-                                 runs.pitch = pitch;
                                  direct_weight_in_place_avx512(f.m16, nc, K, xoff, box, at, xl,
                                                                dy_t + (i * pitch + j) * f.m16,
                                                                f.m16, runs, dwt);
@@ -316,7 +316,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
                 continue;
               }
               build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
-              for_block_runs(g, f, od, o1, r, kCallPositions,
+              for_block_runs(g, od, o1, r, kCallPositions, f.pitch,
                              [&](int64_t i, int64_t j, const WeightRuns& runs) {
                                direct_grid_weight(f.m16, nc, K, off, box, x_t + i * xrow + j * ldx,
                                                   ldx, dy_t + (i * f.pitch + j) * f.m16, f.m16,
