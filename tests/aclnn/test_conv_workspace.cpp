@@ -116,6 +116,12 @@ TEST_P(Workspace16, Fp16AtMostTwiceTheLargestTensor) {
 TEST_P(Workspace16, UseFp16AtMostTwiceTheLargestTensor) {
   ExpectWithinBound(GetParam(), ACL_FLOAT, /*cube=*/2);
 }
+// bf16 likewise, on its own tensors' bytes: the fp32 outputs are computed a few samples at a
+// time, and the bf16 weight gradient's bands (every stride phase, both parities of pairs) are
+// sized to fit (ct3d asked for 3.4x with bands sized by output rows alone).
+TEST_P(Workspace16, Bf16AtMostTwiceTheLargestTensor) {
+  ExpectWithinBound(GetParam(), ACL_BF16);
+}
 
 std::string ProblemName(const ::testing::TestParamInfo<Problem>& info) {
   return info.param.name;

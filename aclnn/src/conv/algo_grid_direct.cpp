@@ -153,6 +153,23 @@ int64_t converted_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking
   return round16(g.cout_g() * b.rows * tg.out[2]) + round16(b.cblock * g.in_size());
 }
 
+// The bf16 weight gradient's slot holds, besides the block's dy, the band of every stride phase
+// twice (both parities of pairs) and a 16-channel staging copy: sized by output rows, a strided
+// 3d grid's band is 8 blocks of input (ct3d: 4.6 MB a slot, the workspace 3.4x its largest
+// tensor at 2 threads). Fewer rows keep the slots within the bytes of the largest bf16 tensor
+// (ct3d: 81 rows at 1 thread, 30 at 2, not 141; backward_weight 1.69-1.82 vs 1.74-1.75 ms at 2
+// threads, 2.81-2.89 vs 2.80-3.05 at 1, min of 3 runs under load, Zen 4).
+int64_t bf16_weight_rows(const Problem& p, const Blocking& b) {
+  const ConvGeometry& g = p.g;
+  const TapGrid tg = weight_grid_bf16(g);
+  const int64_t largest = 2 * std::max({g.N * g.C_in * g.in_size(), g.N * g.C_out * g.out_size(),
+                                        g.C_out * g.col_rows()});
+  int64_t rows = b.rows;
+  while (rows > 1 && 4 * p.slots * weight_scratch(g, tg, b.cblock, rows, true).total() > largest)
+    rows = rows * 7 / 8;
+  return rows;
+}
+
 Fit plan_weight(const Problem& p) {
   const ConvGeometry& g = p.g;
   const TapGrid tg = forward_grid(g);
@@ -180,6 +197,7 @@ Fit plan_weight(const Problem& p) {
   // narrower ones waste loads); threads then split the batch.
   plan_weight_split(p, 4, even_cblock(p, kWeightChannels), f.b);
   f.b.rows = rows_per_task(tg, round16(g.cout_g()), 1);
+  if (p.bf16) f.b.rows = bf16_weight_rows(p, f.b);
   f.b.slot_elems = std::max(
       weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total() +
           (converts_x_in_place(p, f.b.cblock) ? converted_elems(g, tg, f.b) : 0),
