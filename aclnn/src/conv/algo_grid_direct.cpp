@@ -149,8 +149,12 @@ bool converts_x_in_place(const Problem& p, int64_t cblock) {
   return p.converts && p.avx512() &&
          4 * p.slots * round16(cblock * g.in_size()) <= g.N * g.C_in * g.in_size();
 }
+// Its slot part: the stage of a block's dy [Cog, positions], then a sample's x [cblock, S_in].
+int64_t converted_stage_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {
+  return round16(g.cout_g() * b.rows * tg.out[2]);
+}
 int64_t converted_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {
-  return round16(g.cout_g() * b.rows * tg.out[2]) + round16(b.cblock * g.in_size());
+  return converted_stage_elems(g, tg, b) + round16(b.cblock * g.in_size());
 }
 
 // The bf16 weight gradient's slot holds, besides the block's dy, the band of every stride phase
@@ -254,11 +258,11 @@ void band_channels_last(const TapGrid& tg, const Source& x, int64_t S_in, int64_
 }
 
 // Calls f(j, runs) for the output positions of grid rows [r0, r1) as runs of `rows` x L
-// positions starting at block column j (a row's L output columns, rows Wp apart): about
-// `cols` positions per call, the grid's extra columns and the padding rows between 3d
-// output planes skipped.
+// positions starting at block column j (a row's L output columns, rows `pitch` apart in dy: Wp
+// on the grid, out[2] where dy is read compact): about `cols` positions per call, the grid's
+// extra columns and the padding rows between 3d output planes skipped.
 template <typename F>
-void weight_runs(const TapGrid& tg, int64_t r0, int64_t r1, int64_t cols, F&& f) {
+void weight_runs(const TapGrid& tg, int64_t r0, int64_t r1, int64_t cols, int64_t pitch, F&& f) {
   const int64_t n = tg.out[2], Wp = tg.Wp();
   const int64_t per_call = std::max<int64_t>(1, cols / std::max<int64_t>(n, 1));
   for (int64_t r = r0; r < r1;) {
@@ -270,10 +274,10 @@ void weight_runs(const TapGrid& tg, int64_t r0, int64_t r1, int64_t cols, F&& f)
     const int64_t count = std::min({per_call, r1 - r, plane_end - r});
     const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
     if (n <= cols) {
-      f((r - r0) * Wp, WeightRuns{count, n, Wp, o0, o1, 0});
+      f((r - r0) * Wp, WeightRuns{count, n, pitch, o0, o1, 0});
     } else {  // long rows (1-d): column chunks of one row
       for (int64_t c = 0; c < n; c += cols)
-        f((r - r0) * Wp + c, WeightRuns{1, std::min(cols, n - c), Wp, o0, o1, c});
+        f((r - r0) * Wp + c, WeightRuns{1, std::min(cols, n - c), pitch, o0, o1, c});
     }
     r += count;
   }
@@ -302,9 +306,7 @@ void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_
       dy.at(o * g.out_size() + q0 * n).convert(positions, 1, stage + o * positions);
     direct_transpose(stage, positions, Cog, positions, dy_t, m16, m16);
   }
-  weight_runs(tg, r0, r1, kWeightColsInPlace, [&](int64_t, const WeightRuns& grid_runs) {
-    WeightRuns runs = grid_runs;
-    runs.pitch = n;
+  weight_runs(tg, r0, r1, kWeightColsInPlace, n, [&](int64_t, const WeightRuns& runs) {
     const int64_t j0 = (runs.o0 * tg.out[1] + runs.o1 - q0) * n + runs.o2;
     direct_weight_in_place_avx512(m16, nc, tg.taps, xoff, box, x + run_source_offset(g, runs),
                                   in_place_layout(g), dy_t + j0 * m16, m16, runs, dwt);
@@ -335,12 +337,12 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, false);
-        float* dy_t = slot_scratch(p, b, o);                     // [cols, m16]
-        float* row = dy_t + ws.dy_t;                             // [16][phase][Wp]
-        float* band_t = row + ws.band;                           // [phase][plane][cb16]
-        float* dwt = band_t + ws.band_t;                         // [T, nc, m16]
-        float* stage = dwt + ws.dwt;                             // converted: dy [Cog, positions]
-        float* x32 = stage + round16(Cog * b.rows * tg.out[2]);  // converted: x [nc, S_in]
+        float* dy_t = slot_scratch(p, b, o);                   // [cols, m16]
+        float* row = dy_t + ws.dy_t;                           // [16][phase][Wp]
+        float* band_t = row + ws.band;                         // [phase][plane][cb16]
+        float* dwt = band_t + ws.band_t;                       // [T, nc, m16]
+        float* stage = dwt + ws.dwt;                           // converted: dy [Cog, positions]
+        float* x32 = stage + converted_stage_elems(g, tg, b);  // converted: x [nc, S_in]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         for (int64_t n = n0; n < n1; ++n) {
           const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
@@ -355,7 +357,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             }
             dy_channels_last(tg, dy, S_out, Cog, r0, r1, m16, row, dy_t);
             band_channels_last(tg, x, S_in, nc, r0, r1, plane, cb16, row, band_t);
-            weight_runs(tg, r0, r1, kWeightCols, [&](int64_t j0, const WeightRuns& runs) {
+            weight_runs(tg, r0, r1, kWeightCols, tg.Wp(), [&](int64_t j0, const WeightRuns& runs) {
               direct_grid_weight(m16, nc, T, off, box, band_t + j0 * cb16, cb16, dy_t + j0 * m16,
                                  m16, runs, dwt);
             });
