@@ -259,12 +259,12 @@ ACLNN_CLONES_SIMD double sum_run_f32(const float* __restrict p, int64_t n) {
   return acc;
 }
 
+}  // namespace
+
 // acc[i] += p[i] for i < n (double accumulators, lane-wise: vectorizes without reassociation).
 ACLNN_CLONES_SIMD void add_run_f32(double* __restrict acc, const float* __restrict p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[i]);
 }
-
-}  // namespace
 
 template <typename T>
 void channel_sum(const View5& src, T* out) {

@@ -51,6 +51,10 @@ void unpack(const T* src, const View5& dst);
 template <typename T>
 void channel_sum(const View5& src, T* out);
 
+// acc[i] += p[i] for i < n, in double (channel_sum's step over one channels-last row; the fused
+// bias gradients call it on the rows they read).
+void add_run_f32(double* acc, const float* p, int64_t n);
+
 // buf[n, c, s] += bias[c] for a dense [N, C, S] buffer.
 template <typename T>
 void add_channel_bias(T* buf, const T* bias, int64_t N, int64_t C, int64_t S);

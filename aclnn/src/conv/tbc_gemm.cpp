@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "conv/strided.h"
 #include "conv/tbc_rows.h"
 #include "gemm/sgemm.h"
 
@@ -151,8 +152,11 @@ bool float_kind(aclDataType d) {
 // dW_k[:, o-block] = sum_r X[r + (k - pad) B]^T . dY[r][o-block]: one task per output-channel
 // block runs every tap, a chunk of kWeightRows output rows at a time, so the taps' GEMMs find the
 // chunk's x and dy rows in cache instead of streaming all of x from memory once per tap; each
-// tap's GEMM covers the chunk's rows whose source row exists.
-void weight_gradient(const ConvJob& j, int slots, int64_t pack_elems, float* pack) {
+// tap's GEMM covers the chunk's rows whose source row exists. With `bias_out`, the task also sums
+// its dy rows into the bias gradient (in row order, as channel_sum does) just before the GEMMs
+// read them, so dy comes from memory once, not once more for a separate sum.
+void weight_gradient(const ConvJob& j, int slots, int64_t pack_elems, float* pack,
+                     float* bias_out) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2];
   const int64_t rows_in = g.in[2] * B, rows_out = g.out[2] * B;
@@ -170,8 +174,11 @@ void weight_gradient(const ConvJob& j, int slots, int64_t pack_elems, float* pac
         float* row = dwp + k * s_k + c * ldw + o0;
         std::fill(row, row + no, 0.0f);
       }
+    double db[kOutChannelsPerTask] = {};  // bias gradient of the block
     for (int64_t r0 = 0; r0 < rows_out; r0 += kWeightRows) {
       const int64_t r1 = std::min(rows_out, r0 + kWeightRows);
+      if (bias_out)
+        for (int64_t r = r0; r < r1; ++r) add_run_f32(db, dy + r * ldy + o0, no);
       for (int64_t k = 0; k < K; ++k) {
         const int64_t sh = tbc::tap_shift(false, k, pad, B);
         const int64_t a = std::max(r0, -sh), b = std::min(r1, rows_in - sh);
@@ -180,6 +187,8 @@ void weight_gradient(const ConvJob& j, int slots, int64_t pack_elems, float* pac
                     gemm::Mat{dy + a * ldy + o0, ldy, 1}, true, dwp + k * s_k + o0, ldw, pk);
       }
     }
+    if (bias_out)
+      for (int64_t o = 0; o < no; ++o) bias_out[o0 + o] = static_cast<float>(db[o]);
   });
 }
 
@@ -239,8 +248,8 @@ TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slot
 }
 
 bool tbc_fuses_bias(const ConvJob& job, TbcMode mode) {
-  return (mode == TbcMode::kBf16 || mode == TbcMode::kConvert) && job.out_w && job.out_bias &&
-         job.y && job.bias_sum_of == ConvJob::BiasOf::kY && job.out_bias->numel() == job.g.C_out;
+  return mode != TbcMode::kNone && job.out_w && job.out_bias && job.y &&
+         job.bias_sum_of == ConvJob::BiasOf::kY && job.out_bias->numel() == job.g.C_out;
 }
 
 void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive prim, int slots,
@@ -249,11 +258,11 @@ void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive pr
   if (mode == TbcMode::kConvert) return tbc_run_convert(job, s, prim, slots, scratch, bias_out);
   float* pack = s.pack_elems > 0 ? reinterpret_cast<float*>(scratch + s.shared) : nullptr;
   tbc_run_f32(job, prim, slots, s.slot / static_cast<int64_t>(sizeof(float)), pack,
-              reinterpret_cast<float*>(scratch));
+              reinterpret_cast<float*>(scratch), bias_out);
 }
 
 void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, float* pack,
-                 float* taps_buf) {
+                 float* taps_buf, float* bias_out) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
   // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].
@@ -283,7 +292,7 @@ void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems
   }
   // dW_k[:, o-block] = sum_t X[t + k - pad]^T . dY[t][:, o-block]: one GEMM per (tap, output
   // channel block) with all input channels as M, so each task packs its share of dY once.
-  if (prim == Primitive::kBackwardWeight) weight_gradient(j, slots, pack_elems, pack);
+  if (prim == Primitive::kBackwardWeight) weight_gradient(j, slots, pack_elems, pack, bias_out);
 }
 
 }  // namespace aclnn_cpu::conv

@@ -44,8 +44,8 @@ struct TbcScratch {
 };
 TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slots);
 
-// Whether the weight gradient of `mode` also sums the bias gradient of `job` (the 16-bit forms,
-// whose weight tasks read every dy row anyway).
+// Whether the weight gradient of `mode` also sums the bias gradient of `job` (its weight tasks
+// read every dy row anyway).
 bool tbc_fuses_bias(const ConvJob& job, TbcMode mode);
 
 // Runs primitive `prim` of `job` (its out_y, out_x or out_w, which the job must ask for). Must
@@ -57,7 +57,7 @@ void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive pr
 
 // The forms' bodies (tbc_gemm.cpp, tbc_bf16.cpp, tbc_convert.cpp).
 void tbc_run_f32(const ConvJob& job, Primitive prim, int slots, int64_t pack_elems, float* pack,
-                 float* taps_buf);
+                 float* taps_buf, float* bias_out);
 TbcScratch tbc_bf16_scratch(const ConvJob& job, int slots);
 void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
                   float* bias_out);
