@@ -111,6 +111,10 @@ TEST(FastPathTbc, ForwardPerTapGemmsMatchReference) {
     EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
     // More input channels than one GEMM depth block (256): the pre-packed taps' second block.
     EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{20, 4, 300, 70, 3, 1}, layout}));
+    // Batches of whole 8-row panels: each task packs its source rows once for all taps
+    // (several tasks, the last one short; then two GEMM depth blocks of those rows).
+    EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{150, 8, 40, 72, 3, 1}, layout}));
+    EXPECT_TRUE(acltest::CheckTbcForward({naive::TbcGeom{70, 16, 300, 24, 5, 2}, layout}));
   }
 }
 
@@ -193,6 +197,9 @@ TEST(FastPathTbc, PerTapGemmsMatchReference) {
     EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{60, 5, 130, 40, 5, 2}, layout}));
     EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{50, 8, 64, 136, 4, 0}, layout}));
     EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{20, 4, 70, 300, 3, 1}, layout}));
+    // Batches of whole 8-row panels (dy's rows packed once per task for all taps).
+    EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{150, 8, 40, 72, 3, 1}, layout}));
+    EXPECT_TRUE(acltest::CheckTbcBackward({naive::TbcGeom{70, 16, 24, 300, 5, 2}, layout}));
   }
 }
 

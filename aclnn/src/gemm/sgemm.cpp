@@ -83,6 +83,21 @@ void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const 
   throw std::logic_error("sgemm_packed: no packed GEMM kernel on this CPU");
 }
 
+void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
+                       int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
+                       int64_t ldc, float* scratch) {
+  if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
+  if (row0 < 0 || row0 % 8 != 0 || row0 + M > rows)
+    throw std::logic_error("sgemm_packed_rows: rows [row0, row0 + M) not whole panels of A");
+  if (have_avx512())
+    return avx512::sgemm_packed_rows(M, N, K, packed_a, rows, row0, b_panels, accumulate, C, ldc,
+                                     scratch);
+  if (have_packed_gemm())
+    return avx2::sgemm_packed_rows(M, N, K, packed_a, rows, row0, b_panels, accumulate, C, ldc,
+                                   scratch);
+  throw std::logic_error("sgemm_packed_rows: no packed GEMM kernel on this CPU");
+}
+
 bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return true;
   if (K > 0) return false;

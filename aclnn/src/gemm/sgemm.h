@@ -83,6 +83,14 @@ void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const 
                   const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
                   float* scratch);
 
+// C[M, N] (+)= A[row0 .. row0 + M) * B with A [rows, K] packed whole by pack_a_once (row0 a
+// multiple of 8, row0 + M <= rows) and B a panel source: GEMMs on overlapping row ranges of one
+// matrix share one packing (ConvTbc's taps read the same rows shifted by whole time steps). Only
+// when have_packed_gemm(); `scratch` holds pack_elems() floats.
+void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
+                       int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
+                       int64_t ldc, float* scratch);
+
 // The implementations behind the dispatch above (call only when isa() allows them).
 namespace avx512 {
 int64_t pack_elems();
@@ -90,6 +98,9 @@ void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
 void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
                   const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
                   float* scratch);
+void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
+                       int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
+                       int64_t ldc, float* scratch);
 }  // namespace avx512
 namespace avx2 {
 int64_t pack_elems();
@@ -97,6 +108,9 @@ void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
 void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
                   const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
                   float* scratch);
+void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
+                       int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
+                       int64_t ldc, float* scratch);
 }  // namespace avx2
 
 }  // namespace aclnn_cpu::gemm

@@ -190,14 +190,14 @@ inline void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumu
   micro_kernel<1>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
 }
 
-// The blocked loop nest; A comes packed (`packed_a`, pack_a_once layout) or as a view to pack per
-// block, B as a view or a panel source.
+// The blocked loop nest; A comes packed (`packed_a`: rows [a_row0, a_row0 + M) of a matrix whose
+// K blocks are `a_stride` rows apart, pack_a_once's layout) or as a view to pack per block, B as
+// a view or a panel source.
 void gemm_blocked(int64_t M, int64_t N, int64_t K, const Mat* A, const float* packed_a,
-                  const Mat* B, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
-                  float* scratch) {
+                  int64_t a_stride, int64_t a_row0, const Mat* B, const BPanels* b_panels,
+                  bool accumulate, float* C, int64_t ldc, float* scratch) {
   float* Ap = scratch;              // [kMC / 8][kKC][8]
   float* Bp = scratch + kMC * kKC;  // [kNC / 48][kKC][48]
-  const int64_t m_padded = (M + kMR - 1) / kMR * kMR;
   for (int64_t pc = 0; pc < K; pc += kKC) {
     const int64_t kc = min64(kKC, K - pc);
     const bool acc = accumulate || pc > 0;  // later K blocks add onto the first
@@ -212,7 +212,7 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, const Mat* A, const float* pa
         const int64_t mc = min64(kMC, M - ic);
         const float* a_block = Ap;
         if (packed_a) {
-          a_block = packed_a + pc * m_padded + ic * kc;
+          a_block = packed_a + pc * a_stride + (a_row0 + ic) * kc;
         } else {
           pack_a(*A, ic, mc, pc, kc, Ap);
         }
@@ -245,9 +245,17 @@ void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
 }
 
 void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
-                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C,
-                  int64_t ldc, float* scratch) {
-  gemm_blocked(M, N, K, a_mat, packed_a, b_mat, b_panels, accumulate, C, ldc, scratch);
+                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                  float* scratch) {
+  gemm_blocked(M, N, K, a_mat, packed_a, (M + kMR - 1) / kMR * kMR, 0, b_mat, b_panels, accumulate,
+               C, ldc, scratch);
+}
+
+void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
+                       int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
+                       int64_t ldc, float* scratch) {
+  gemm_blocked(M, N, K, nullptr, packed_a, (rows + kMR - 1) / kMR * kMR, row0, nullptr, b_panels,
+               accumulate, C, ldc, scratch);
 }
 
 }  // namespace avx512
