@@ -133,22 +133,76 @@ void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n,
 }
 
 // dy2_t[p][o] for the block's grid rows [r0, r1): dy on the grid (bf16, zero in the extra
-// columns and past the block) as pairs of columns, transposed to channels-last.
+// columns and past the block) as pairs of columns, transposed to channels-last row by row.
 void dy_pairs(const TapGrid& tg, const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t r0,
-              int64_t r1, int64_t m16, uint16_t* grid, uint32_t* dy2_t) {
-  const int64_t Wp = tg.Wp(), n = tg.out[2], pairs = ceil_div((r1 - r0) * Wp, 2);
-  for (int64_t o = 0; o < Cog; ++o) {
-    uint16_t* dst = grid + o * 2 * pairs;
-    std::memset(dst, 0, static_cast<size_t>(2 * pairs) * sizeof(uint16_t));
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
-      if (o1 < tg.out[1])
-        std::memcpy(dst + (r - r0) * Wp, dy + o * S_out + (o0 * tg.out[1] + o1) * n,
-                    static_cast<size_t>(n) * sizeof(uint16_t));
-    }
+              int64_t r1, int64_t m16, uint32_t* dy2_t) {
+  const int64_t units = tg.Wp() / 2, n = tg.out[2];
+  const auto at = [&](int64_t r) {  // dy's row of grid row r (-1: none)
+    const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
+    return r < r1 && o1 < tg.out[1] ? (o0 * tg.out[1] + o1) * n : -1;
+  };
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t a = at(r), next = at(r + 2);  // two rows on asked for meanwhile
+    direct_dy_pairs_bf16(dy, S_out, Cog, m16, a, n, units, a >= 0 && next >= 0 ? next - a : 0,
+                         dy2_t + (r - r0) * units * m16);
   }
-  direct_transpose_avx512(reinterpret_cast<const float*>(grid), pairs, Cog, pairs,
-                          reinterpret_cast<float*>(dy2_t), m16, m16);
+}
+
+// The direct band of pairs (direct_band_pairs_bf16) where the W stride is at most 2: the phases
+// and W ranges of tg, and the (parity, phase) copies its taps read (a dilation of 2 reads parity
+// 0 only, stride 2's odd W phase too). Else pb.s2 = 0: the staged band_pairs below.
+PairBand pair_band(const TapGrid& tg, const GridTap* taps, int64_t plane, int64_t cb16) {
+  PairBand pb{};
+  const int64_t s2 = tg.src_stride[2], Wp = tg.Wp();
+  if (s2 > 2) return pb;
+  pb.s2 = s2, pb.lo2 = tg.lo[2], pb.S2 = tg.src_size[2];
+  for (int64_t a2 = 0; a2 < s2; ++a2) {
+    if (tg.phase_rank[2][a2] < 0) continue;
+    pb.a2[pb.n2] = a2;
+    pb.w0[pb.n2] = std::clamp<int64_t>(ceil_div(-a2, s2) - pb.lo2, 0, Wp);
+    pb.w1[pb.n2] = std::clamp<int64_t>(ceil_div(pb.S2 - a2, s2) - pb.lo2, pb.w0[pb.n2], Wp);
+    ++pb.n2;
+  }
+  pb.n01 = tg.phase_count[0] * tg.phase_count[1];
+  for (int64_t t = 0; t < tg.taps; ++t) pb.use[taps[t].shift & 1][taps[t].phase] = true;
+  pb.units = Wp / 2, pb.half_plane = plane / 2, pb.cb16 = cb16;
+  return pb;
+}
+
+// band2_t of the block's band rows straight from x (pb.s2 > 0): each band row's source rows,
+// one per (D, H) phase, then the copies; the units past the band rows zero.
+void band_pairs_direct(const TapGrid& tg, const PairBand& pb, const uint16_t* x, int64_t S_in,
+                       int64_t nc, int64_t r0, int64_t r1, uint32_t* band2_t) {
+  int64_t a0s[64], a1s[64], n0 = 0, n1 = 0, rows[3][64];
+  for (int64_t a = 0; a < std::min<int64_t>(tg.src_stride[0], 64); ++a)
+    if (tg.phase_rank[0][a] >= 0) a0s[n0++] = a;
+  for (int64_t a = 0; a < std::min<int64_t>(tg.src_stride[1], 64); ++a)
+    if (tg.phase_rank[1][a] >= 0) a1s[n1++] = a;
+  const int64_t count = tg.band_rows(r1 - r0), S1 = tg.src_size[1], S2 = tg.src_size[2];
+  // rows[i % 3][p01]: the source row of band row i in phase (p0, p1), -1 outside (or past the
+  // band); row i + 2's is asked for while row i is built.
+  const auto source_rows = [&](int64_t i, int64_t* out) {
+    const int64_t r = r0 + i;
+    for (int64_t p0 = 0; p0 < n0; ++p0)
+      for (int64_t p1 = 0; p1 < n1; ++p1) {
+        const int64_t i0 = tg.src_stride[0] * (r / tg.Hp() + tg.lo[0]) + a0s[p0];
+        const int64_t i1 = tg.src_stride[1] * (r % tg.Hp() + tg.lo[1]) + a1s[p1];
+        const bool inside = i < count && i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < S1;
+        out[p0 * n1 + p1] = inside ? (i0 * S1 + i1) * S2 : -1;
+      }
+  };
+  source_rows(0, rows[0]);
+  source_rows(1, rows[1]);
+  for (int64_t i = 0; i < count; ++i) {
+    source_rows(i + 2, rows[(i + 2) % 3]);
+    direct_band_pairs_bf16(x, S_in, nc, pb, rows[i % 3], rows[(i + 2) % 3], i, band2_t);
+  }
+  const int64_t P = pb.n01 * pb.n2, tail = pb.half_plane - count * pb.units;
+  for (int64_t parity = 0; parity < 2; ++parity)
+    for (int64_t ph = 0; ph < P; ++ph)
+      if (pb.use[parity][ph] && tail > 0)
+        std::memset(band2_t + ((parity * P + ph) * pb.half_plane + count * pb.units) * pb.cb16, 0,
+                    static_cast<size_t>(tail * pb.cb16) * sizeof(uint32_t));
 }
 
 // band2_t[parity][phase][p][c] of the block's band rows, 16 channels at a time through `band`
@@ -260,11 +314,11 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
   // Each tap's pairs of positions inside the input (its products on the padding are skipped).
   TapBox* box = reinterpret_cast<TapBox*>(o.shared + taps_elems(T));
   for (int64_t t = 0; t < T; ++t) box[t] = pair_box(tap_box(g, taps[t].q));
+  const PairBand pb = pair_band(tg, taps, plane, cb16);
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, true);
         float* base = slot_scratch(p, b, o);
-        uint16_t* dy_grid = reinterpret_cast<uint16_t*>(base);                 // [Cog, cols]
         uint32_t* dy2_t = reinterpret_cast<uint32_t*>(base + ws.dy);           // [pairs, m16]
         uint16_t* band = reinterpret_cast<uint16_t*>(base + ws.dy + ws.dy_t);  // [16][P][plane]
         float* band2_t = base + ws.dy + ws.dy_t + ws.band;  // [2][P][plane/2][cb16]
@@ -273,10 +327,14 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
             const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
-            dy_pairs(tg, o.y16 + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16,
-                     dy_grid, dy2_t);
-            band_pairs(tg, o.x16 + (n * g.C_in + grp * Cig + c0) * S_in, S_in, nc, r0, r1, plane,
-                       cb16, band, reinterpret_cast<uint32_t*>(band2_t));
+            dy_pairs(tg, o.y16 + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16, dy2_t);
+            const uint16_t* x = o.x16 + (n * g.C_in + grp * Cig + c0) * S_in;
+            uint32_t* b2 = reinterpret_cast<uint32_t*>(band2_t);
+            if (pb.s2 > 0) {
+              band_pairs_direct(tg, pb, x, S_in, nc, r0, r1, b2);
+            } else {
+              band_pairs(tg, x, S_in, nc, r0, r1, plane, cb16, band, b2);
+            }
             weight_block(tg, r0, r1, m16, nc, T, off, box,
                          reinterpret_cast<const uint32_t*>(band2_t), cb16, dy2_t, dwt);
           }

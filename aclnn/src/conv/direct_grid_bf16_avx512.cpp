@@ -15,6 +15,8 @@
 #include "gemm/target_avx512bf16_begin.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// transpose16's shuffles start from _mm512_undefined_ps (GCC 12 flags its self-initialisation).
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "conv/bf16_dot_avx512.h"
 #include "conv/direct_grid_forward_avx512.h"
@@ -243,6 +245,103 @@ void direct_split2_bf16_avx512(const uint16_t* src, int64_t n, uint16_t* even, u
     const __m512i v = _mm512_maskz_loadu_epi32(m, src + 2 * i);
     _mm256_mask_storeu_epi16(even + i, m, _mm512_cvtepi32_epi16(v));
     _mm256_mask_storeu_epi16(odd + i, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+  }
+}
+
+namespace {
+
+// The words [lo, hi) of 32 (clamped) as a mask.
+inline __mmask32 word_range(int64_t lo, int64_t hi) {
+  lo = lo < 0 ? 0 : lo;
+  hi = hi > 32 ? 32 : hi;
+  if (hi <= lo) return 0;
+  return static_cast<__mmask32>(((uint64_t{1} << hi) - 1) & ~((uint64_t{1} << lo) - 1));
+}
+
+// v[0 .. 16) (one 32-bit unit row of 16 sources each) transposed and stored as n rows of 16
+// units: out[u * ld] = unit u of every source (out 64-byte aligned, ld a multiple of 16).
+inline void store_transposed(__m512 (&v)[16], int64_t n, uint32_t* out, int64_t ld) {
+  gemm::transpose16(v);
+  for (int64_t u = 0; u < n; ++u) _mm512_store_ps(reinterpret_cast<float*>(out + u * ld), v[u]);
+}
+
+// Units [j0, j0 + 16) of one copy (parity, W phase p2) of band row i for channels c0 .. c0 + 16:
+// each channel's 32 band columns from 2 j0 + parity (one load at s2 = 1; at s2 = 2 the 64 source
+// columns they step over, their even words picked), then transposed to channels-last. ahead != 0:
+// the same columns `ahead` elements on are asked for (a later band row's source row: 16 channels'
+// rows interleaved are too many streams for the hardware prefetcher).
+void band_chunk(const uint16_t* x, int64_t S_in, int64_t nc, int64_t c0, const PairBand& pb,
+                int64_t row, int64_t p2, int64_t parity, int64_t j0, int64_t ahead, uint32_t* out) {
+  const int64_t k0 = 2 * j0 + parity, col = pb.s2 * (k0 + pb.lo2) + pb.a2[p2];
+  const __mmask32 km = word_range(pb.w0[p2] - k0, pb.w1[p2] - k0);
+  const __mmask32 lo_m = word_range(-col, pb.S2 - col);
+  const __mmask32 hi_m = word_range(-col - 32, pb.S2 - col - 32);
+  const __m512i even =
+      _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26,
+                       24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  __m512 v[16];
+  for (int c = 0; c < 16; ++c) {
+    const uint16_t* src = x + (c0 + c) * S_in + row + col;
+    __m512i w = _mm512_setzero_si512();
+    if (c0 + c < nc && km != 0 && row >= 0) {
+      if (ahead != 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(src + ahead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(src + ahead + 16 * pb.s2), _MM_HINT_T0);
+        if (pb.s2 == 2) _mm_prefetch(reinterpret_cast<const char*>(src + ahead + 63), _MM_HINT_T0);
+      }
+      if (pb.s2 == 1) {
+        w = _mm512_maskz_loadu_epi16(km, src);
+      } else {
+        const __m512i a = _mm512_maskz_loadu_epi16(lo_m, src);
+        const __m512i b = _mm512_maskz_loadu_epi16(hi_m, src + 32);
+        w = _mm512_maskz_permutex2var_epi16(km, a, even, b);
+      }
+    }
+    v[c] = _mm512_castsi512_ps(w);
+  }
+  store_transposed(v, min64(16, pb.units - j0), out + j0 * pb.cb16 + c0, pb.cb16);
+}
+
+}  // namespace
+
+void direct_band_pairs_bf16(const uint16_t* x, int64_t S_in, int64_t nc, const PairBand& pb,
+                            const int64_t* src_row, const int64_t* next_row, int64_t i,
+                            uint32_t* band2_t) {
+  const int64_t P = pb.n01 * pb.n2;
+  for (int64_t p01 = 0; p01 < pb.n01; ++p01) {
+    // The first copy read asks for the next row.
+    int64_t ahead = src_row[p01] >= 0 && next_row[p01] >= 0 ? next_row[p01] - src_row[p01] : 0;
+    for (int64_t p2 = 0; p2 < pb.n2; ++p2)
+      for (int64_t parity = 0; parity < 2; ++parity) {
+        const int64_t ph = p01 * pb.n2 + p2;
+        if (!pb.use[parity][ph]) continue;
+        uint32_t* out = band2_t + ((parity * P + ph) * pb.half_plane + i * pb.units) * pb.cb16;
+        for (int64_t j0 = 0; j0 < pb.units; j0 += 16)
+          for (int64_t c0 = 0; c0 < nc; c0 += 16)
+            band_chunk(x, S_in, nc, c0, pb, src_row[p01], p2, parity, j0, ahead, out);
+        ahead = 0;
+      }
+  }
+}
+
+void direct_dy_pairs_bf16(const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t m16, int64_t at,
+                          int64_t n, int64_t units, int64_t ahead, uint32_t* dy2_t) {
+  for (int64_t j0 = 0; j0 < units; j0 += 16) {
+    const __mmask32 m = at < 0 ? 0 : word_range(0, n - 2 * j0);
+    for (int64_t o0 = 0; o0 < m16; o0 += 16) {
+      __m512 v[16];
+      for (int c = 0; c < 16; ++c) {
+        const uint16_t* src = dy + (o0 + c) * S_out + at + 2 * j0;
+        const bool live = o0 + c < Cog && m != 0;
+        if (live && ahead != 0) {
+          _mm_prefetch(reinterpret_cast<const char*>(src + ahead), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(src + ahead + 31), _MM_HINT_T0);
+        }
+        v[c] =
+            _mm512_castsi512_ps(live ? _mm512_maskz_loadu_epi16(m, src) : _mm512_setzero_si512());
+      }
+      store_transposed(v, min64(16, units - j0), dy2_t + j0 * m16 + o0, m16);
+    }
   }
 }
 
