@@ -231,13 +231,13 @@ void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, 
 // dwt += the weight kernel over the block's grid rows [r0, r1) (pairs p of dy2_t and xt). A grid
 // row is whole pairs (weight_grid_bf16: Wp even): only the pairs of its output columns,
 // ceil(out / 2) at a pitch of Wp / 2, of the rows that hold outputs (not those between 3d
-// planes): mnist2's 14 of 18 columns. Calls take about kWeightCols columns.
+// planes): mnist2's 14 of 18 columns. Calls take about kWeightColsBf16 columns.
 void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_t nc, int64_t T,
                   const int64_t* off, const TapBox* box, const uint32_t* xt, int64_t cb16,
                   const uint32_t* dy2_t, float* dwt) {
   const int64_t Wp = tg.Wp(), Hp = tg.Hp();
   const int64_t pitch = Wp / 2, L2 = ceil_div(tg.out[2], 2);
-  const int64_t per_call = std::max<int64_t>(1, kWeightCols / 2 / L2);
+  const int64_t per_call = std::max<int64_t>(1, kWeightColsBf16 / 2 / L2);
   for (int64_t r = r0; r < r1;) {
     if (r % Hp >= tg.out[1]) {  // a row between two 3d planes: dy is zero there
       ++r;
