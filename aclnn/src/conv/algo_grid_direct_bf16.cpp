@@ -11,6 +11,7 @@
 // The products of bf16 values are exact in fp32; vdpbf16ps adds them with round-to-nearest-even
 // but treats denormal inputs and results as zero (README).
 #include <cstring>
+#include <utility>
 
 #include "conv/grid_direct_plan.h"
 
@@ -132,17 +133,19 @@ void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n,
                 ps.dst_cstride);
 }
 
+// dy's offset of grid row r (-1: a row between two 3d planes, or r >= r1).
+int64_t dy_row(const TapGrid& tg, int64_t r, int64_t r1) {
+  const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
+  return r < r1 && o1 < tg.out[1] ? (o0 * tg.out[1] + o1) * tg.out[2] : -1;
+}
+
 // dy2_t[p][o] for the block's grid rows [r0, r1): dy on the grid (bf16, zero in the extra
 // columns and past the block) as pairs of columns, transposed to channels-last row by row.
 void dy_pairs(const TapGrid& tg, const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t r0,
               int64_t r1, int64_t m16, uint32_t* dy2_t) {
   const int64_t units = tg.Wp() / 2, n = tg.out[2];
-  const auto at = [&](int64_t r) {  // dy's row of grid row r (-1: none)
-    const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
-    return r < r1 && o1 < tg.out[1] ? (o0 * tg.out[1] + o1) * n : -1;
-  };
   for (int64_t r = r0; r < r1; ++r) {
-    const int64_t a = at(r), next = at(r + 2);  // two rows on asked for meanwhile
+    const int64_t a = dy_row(tg, r, r1), next = dy_row(tg, r + 2, r1);  // asked for meanwhile
     direct_dy_pairs_bf16(dy, S_out, Cog, m16, a, n, units, a >= 0 && next >= 0 ? next - a : 0,
                          dy2_t + (r - r0) * units * m16);
   }
@@ -234,22 +237,72 @@ void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, 
 // planes): mnist2's 14 of 18 columns. Calls take about kWeightColsBf16 columns.
 void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_t nc, int64_t T,
                   const int64_t* off, const TapBox* box, const uint32_t* xt, int64_t cb16,
-                  const uint32_t* dy2_t, float* dwt) {
+                  const uint32_t* dy2_t, float* dwt, WeightAhead* ahead) {
   const int64_t Wp = tg.Wp(), Hp = tg.Hp();
   const int64_t pitch = Wp / 2, L2 = ceil_div(tg.out[2], 2);
   const int64_t per_call = std::max<int64_t>(1, kWeightColsBf16 / 2 / L2);
-  for (int64_t r = r0; r < r1;) {
-    if (r % Hp >= tg.out[1]) {  // a row between two 3d planes: dy is zero there
-      ++r;
-      continue;
+  // run(r, e): a call over grid rows [r, e), within one output plane (its tap windows are per
+  // plane), skipping the rows between two 3d planes (dy is zero there).
+  const auto calls = [&](auto&& run) {
+    for (int64_t r = r0; r < r1;) {
+      if (r % Hp >= tg.out[1]) {
+        ++r;
+        continue;
+      }
+      const int64_t e = std::min({r1, r + per_call, r - r % Hp + tg.out[1]});
+      run(r, e);
+      r = e;
     }
-    // A call stays within one output plane (its tap windows are per plane).
-    const int64_t e = std::min({r1, r + per_call, r - r % Hp + tg.out[1]});
+  };
+  int64_t count = 0;
+  calls([&](int64_t, int64_t) { ++count; });
+  const int64_t lines =
+      ahead->count[0] * (ahead->bytes[0] / 64 + 2) + ahead->count[1] * (ahead->bytes[1] / 64 + 2);
+  ahead->per_tile = ceil_div(lines, std::max<int64_t>(1, count * weight_tiles_bf16(m16, nc, T)));
+  calls([&](int64_t r, int64_t e) {
     const int64_t p0 = (r - r0) * pitch;
-    direct_grid_weight_bf16(m16, nc, T, off, box, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16,
-                            WeightRuns{e - r, L2, pitch, r / Hp, r % Hp, 0}, dwt);
-    r = e;
+    direct_grid_weight_ahead_bf16(m16, nc, T, off, box, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16,
+                                  WeightRuns{e - r, L2, pitch, r / Hp, r % Hp, 0}, dwt, ahead);
+  });
+}
+
+// The source elements (of a channel) the band of grid rows [r0, r1) reads: [lo, hi).
+std::pair<int64_t, int64_t> band_span(const TapGrid& tg, int64_t r0, int64_t r1) {
+  const int64_t S1 = tg.src_size[1], S2 = tg.src_size[2];
+  int64_t lo = INT64_MAX, hi = 0;
+  for (int64_t i = 0; i < tg.band_rows(r1 - r0); ++i) {
+    const int64_t r = r0 + i;
+    for (int64_t a0 = 0; a0 < std::min<int64_t>(tg.src_stride[0], 64); ++a0)
+      for (int64_t a1 = 0; a1 < std::min<int64_t>(tg.src_stride[1], 64); ++a1) {
+        const int64_t i0 = tg.src_stride[0] * (r / tg.Hp() + tg.lo[0]) + a0;
+        const int64_t i1 = tg.src_stride[1] * (r % tg.Hp() + tg.lo[1]) + a1;
+        if (i0 < 0 || i0 >= tg.src_size[0] || i1 < 0 || i1 >= S1) continue;
+        lo = std::min(lo, (i0 * S1 + i1) * S2);
+        hi = std::max(hi, (i0 * S1 + i1 + 1) * S2);
+      }
   }
+  return {std::min(lo, hi), hi};
+}
+
+// The next block's x (nc channels from x) and dy (Cog channels from dy), grid rows [r0, r1), as
+// memory for the kernel calls to ask for.
+WeightAhead ahead_of(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc,
+                     const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t r0, int64_t r1) {
+  WeightAhead a;
+  const auto [lo, hi] = band_span(tg, r0, r1);
+  a.at[0] = reinterpret_cast<const char*>(x + lo);
+  a.stride[0] = S_in * 2, a.count[0] = nc, a.bytes[0] = (hi - lo) * 2;
+  int64_t first = -1, last = -1;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t at = dy_row(tg, r, r1);
+    if (at < 0) continue;
+    if (first < 0) first = at;
+    last = at + tg.out[2];
+  }
+  if (first < 0) return a;
+  a.at[1] = reinterpret_cast<const char*>(dy + first);
+  a.stride[1] = S_out * 2, a.count[1] = Cog, a.bytes[1] = (last - first) * 2;
+  return a;
 }
 
 }  // namespace
@@ -335,8 +388,17 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
             } else {
               band_pairs(tg, x, S_in, nc, r0, r1, plane, cb16, band, b2);
             }
+            // The next block (this sample's next rows, or the next sample's first) asked for
+            // while this one's kernel runs.
+            const bool last = r1 == tg.rows();
+            const int64_t nn = last ? n + 1 : n, nr0 = last ? 0 : r1;
+            WeightAhead ahead;
+            if (nn < n1)
+              ahead = ahead_of(tg, o.x16 + (nn * g.C_in + grp * Cig + c0) * S_in, S_in, nc,
+                               o.y16 + (nn * g.C_out + grp * Cog) * S_out, S_out, Cog, nr0,
+                               std::min(tg.rows(), nr0 + b.rows));
             weight_block(tg, r0, r1, m16, nc, T, off, box,
-                         reinterpret_cast<const uint32_t*>(band2_t), cb16, dy2_t, dwt);
+                         reinterpret_cast<const uint32_t*>(band2_t), cb16, dy2_t, dwt, &ahead);
           }
         }
         for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q_t] = dwt[t][c][o]

@@ -140,6 +140,24 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                              const TapBox* box, const uint32_t* xt, int64_t ldx,
                              const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt);
+// Memory a weight-kernel call asks for while it runs (the next block's x and dy, which the
+// hardware prefetcher does not see coming: channels x rows of streams): set k is count[k] runs of
+// bytes[k] bytes, stride[k] bytes apart from at[k]; per_tile cache lines are asked for before
+// each register tile, on from where the previous call stopped (set, run, line).
+struct WeightAhead {
+  const char* at[2] = {nullptr, nullptr};
+  int64_t stride[2] = {0, 0}, count[2] = {0, 0}, bytes[2] = {0, 0};
+  int64_t per_tile = 0, set = 0, run = 0, line = 0;
+};
+// direct_grid_weight_bf16, asking for `ahead`'s memory meanwhile.
+void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                                   const TapBox* box, const uint32_t* xt, int64_t ldx,
+                                   const uint32_t* dyt, int64_t ldy, const WeightRuns& runs,
+                                   float* dwt, WeightAhead* ahead);
+// Register tiles of one direct_grid_weight_bf16 call (over every tap): for WeightAhead's spread.
+inline int64_t weight_tiles_bf16(int64_t m16, int64_t C, int64_t T) {
+  return (m16 + 31) / 32 * ((C + 11) / 12) * T;
+}
 // The weight kernel with x read in place: dwt[c][o] += sum_{p < L2} dyt[p][o] . x[c * ldc + p]
 // for c < C, o < m16, each unit of x the pair of positions (2 p, 2 p + 1) of channel c's row
 // (pointwise: no band, no transpose of x). dyt and dwt 64-byte aligned, ldy a multiple of 16.

@@ -165,15 +165,34 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
                          pitch);
 }
 
-void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const TapBox* box, const uint32_t* xt, int64_t ldx,
-                             const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt) {
+namespace {
+
+// Asks for ahead's next per_tile lines (a run's lines from its start, one past its end).
+inline void ask_ahead(WeightAhead* a) {
+  for (int64_t k = 0; k < a->per_tile && a->set < 2; ++k) {
+    const int64_t s = a->set;
+    _mm_prefetch(a->at[s] + a->run * a->stride[s] + a->line * 64, _MM_HINT_T0);
+    if (++a->line * 64 < a->bytes[s] + 64) continue;
+    a->line = 0;
+    if (++a->run < a->count[s]) continue;
+    a->run = 0;
+    ++a->set;
+  }
+}
+
+}  // namespace
+
+void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                                   const TapBox* box, const uint32_t* xt, int64_t ldx,
+                                   const uint32_t* dyt, int64_t ldy, const WeightRuns& runs,
+                                   float* dwt, WeightAhead* ahead) {
   const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
   for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
     const bool two = o0 + 32 <= m16;
     for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
       const int rc = static_cast<int>(base + (i < wide));
       for (int64_t t = 0; t < T; ++t) {
+        if (ahead) ask_ahead(ahead);
         const RunWindow w = run_window(runs, box[t]);
         if (w.rows == 0) continue;  // the tap reads only padding here
         const uint32_t* x = xt + off[t] + w.start * ldx + c0;
@@ -188,6 +207,12 @@ void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* o
       c0 += rc;
     }
   }
+}
+
+void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                             const TapBox* box, const uint32_t* xt, int64_t ldx,
+                             const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt) {
+  direct_grid_weight_ahead_bf16(m16, C, T, off, box, xt, ldx, dyt, ldy, runs, dwt, nullptr);
 }
 
 namespace {
@@ -293,7 +318,7 @@ void band_chunk(const uint16_t* x, int64_t S_in, int64_t nc, int64_t c0, const P
         w = _mm512_maskz_loadu_epi16(km, src);
       } else {
         const __m512i a = _mm512_maskz_loadu_epi16(lo_m, src);
-        const __m512i b = _mm512_maskz_loadu_epi16(hi_m, src + 32);
+        const __m512i b = hi_m ? _mm512_maskz_loadu_epi16(hi_m, src + 32) : _mm512_setzero_si512();
         w = _mm512_maskz_permutex2var_epi16(km, a, even, b);
       }
     }
