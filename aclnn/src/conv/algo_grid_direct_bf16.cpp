@@ -144,10 +144,12 @@ int64_t dy_row(const TapGrid& tg, int64_t r, int64_t r1) {
 void dy_pairs(const TapGrid& tg, const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t r0,
               int64_t r1, int64_t m16, uint32_t* dy2_t) {
   const int64_t units = tg.Wp() / 2, n = tg.out[2];
-  for (int64_t r = r0; r < r1; ++r) {
+  for (int64_t r = r0; r < r1;) {
+    const bool two = units == 8 && r + 1 < r1;  // rows of 8 units in pairs: whole transposes
     const int64_t a = dy_row(tg, r, r1), next = dy_row(tg, r + 2, r1);  // asked for meanwhile
-    direct_dy_pairs_bf16(dy, S_out, Cog, m16, a, n, units, a >= 0 && next >= 0 ? next - a : 0,
-                         dy2_t + (r - r0) * units * m16);
+    direct_dy_pairs_bf16(dy, S_out, Cog, m16, a, two ? dy_row(tg, r + 1, r1) : -2, n, units,
+                         a >= 0 && next >= 0 ? next - a : 0, dy2_t + (r - r0) * units * m16);
+    r += two ? 2 : 1;
   }
 }
 
@@ -176,14 +178,14 @@ PairBand pair_band(const TapGrid& tg, const GridTap* taps, int64_t plane, int64_
 // one per (D, H) phase, then the copies; the units past the band rows zero.
 void band_pairs_direct(const TapGrid& tg, const PairBand& pb, const uint16_t* x, int64_t S_in,
                        int64_t nc, int64_t r0, int64_t r1, uint32_t* band2_t) {
-  int64_t a0s[64], a1s[64], n0 = 0, n1 = 0, rows[3][64];
+  int64_t a0s[64], a1s[64], n0 = 0, n1 = 0, rows[4][64];
   for (int64_t a = 0; a < std::min<int64_t>(tg.src_stride[0], 64); ++a)
     if (tg.phase_rank[0][a] >= 0) a0s[n0++] = a;
   for (int64_t a = 0; a < std::min<int64_t>(tg.src_stride[1], 64); ++a)
     if (tg.phase_rank[1][a] >= 0) a1s[n1++] = a;
   const int64_t count = tg.band_rows(r1 - r0), S1 = tg.src_size[1], S2 = tg.src_size[2];
-  // rows[i % 3][p01]: the source row of band row i in phase (p0, p1), -1 outside (or past the
-  // band); row i + 2's is asked for while row i is built.
+  // The source row of band row i in phase (p0, p1), -1 outside (or past the band); row i + 2's
+  // is asked for while row i is built.
   const auto source_rows = [&](int64_t i, int64_t* out) {
     const int64_t r = r0 + i;
     for (int64_t p0 = 0; p0 < n0; ++p0)
@@ -196,9 +198,14 @@ void band_pairs_direct(const TapGrid& tg, const PairBand& pb, const uint16_t* x,
   };
   source_rows(0, rows[0]);
   source_rows(1, rows[1]);
-  for (int64_t i = 0; i < count; ++i) {
-    source_rows(i + 2, rows[(i + 2) % 3]);
-    direct_band_pairs_bf16(x, S_in, nc, pb, rows[i % 3], rows[(i + 2) % 3], i, band2_t);
+  // Rows of 8 units go in pairs (whole transposes): rows[i % 4] is band row i's.
+  for (int64_t i = 0; i < count;) {
+    const bool two = pb.units == 8 && i + 1 < count;
+    source_rows(i + 2, rows[(i + 2) % 4]);
+    if (two) source_rows(i + 3, rows[(i + 3) % 4]);
+    direct_band_pairs_bf16(x, S_in, nc, pb, rows[i % 4], two ? rows[(i + 1) % 4] : nullptr,
+                           rows[(i + 2) % 4], i, band2_t);
+    i += two ? 2 : 1;
   }
   const int64_t P = pb.n01 * pb.n2, tail = pb.half_plane - count * pb.units;
   for (int64_t parity = 0; parity < 2; ++parity)
@@ -257,7 +264,7 @@ void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_
   int64_t count = 0;
   calls([&](int64_t, int64_t) { ++count; });
   const int64_t lines =
-      ahead->count[0] * (ahead->bytes[0] / 64 + 2) + ahead->count[1] * (ahead->bytes[1] / 64 + 2);
+      ahead->count[0] * (ahead->bytes[0] / 64 + 1) + ahead->count[1] * (ahead->bytes[1] / 64 + 1);
   ahead->per_tile = ceil_div(lines, std::max<int64_t>(1, count * weight_tiles_bf16(m16, nc, T)));
   calls([&](int64_t r, int64_t e) {
     const int64_t p0 = (r - r0) * pitch;
@@ -302,6 +309,8 @@ WeightAhead ahead_of(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t
   if (first < 0) return a;
   a.at[1] = reinterpret_cast<const char*>(dy + first);
   a.stride[1] = S_out * 2, a.count[1] = Cog, a.bytes[1] = (last - first) * 2;
+  for (int k = 0; k < 2; ++k)  // whole channels: one run (no line asked for twice)
+    if (a.bytes[k] == a.stride[k]) a.bytes[k] *= a.count[k], a.count[k] = 1;
   return a;
 }
 
@@ -401,10 +410,12 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
                          reinterpret_cast<const uint32_t*>(band2_t), cb16, dy2_t, dwt, &ahead);
           }
         }
-        for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q_t] = dwt[t][c][o]
-          for (int64_t c = 0; c < nc; ++c)
-            for (int64_t t = 0; t < T; ++t)
-              dst[oc * rows + c * g.k_size() + taps[t].q] = dwt[(t * nc + c) * m16 + oc];
+        for (int64_t t = 0; t < T; ++t)  // dw[o][c*K + q_t] = dwt[t][c][o]
+          for (int64_t c = 0; c < nc; ++c) {
+            const float* from = dwt + (t * nc + c) * m16;
+            float* to = dst + c * g.k_size() + taps[t].q;
+            for (int64_t oc = 0; oc < Cog; ++oc) to[oc * rows] = from[oc];
+          }
       });
 }
 
