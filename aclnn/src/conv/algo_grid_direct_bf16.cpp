@@ -133,6 +133,10 @@ void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n,
                 ps.dst_cstride);
 }
 
+// The ask-ahead's bounds (weight_block).
+constexpr int64_t kAheadDots = 128;
+constexpr int64_t kAheadBytes = int64_t{640} << 10;
+
 // dy's offset of grid row r (-1: a row between two 3d planes, or r >= r1).
 int64_t dy_row(const TapGrid& tg, int64_t r, int64_t r1) {
   const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
@@ -146,9 +150,8 @@ void dy_pairs(const TapGrid& tg, const uint16_t* dy, int64_t S_out, int64_t Cog,
   const int64_t units = tg.Wp() / 2, n = tg.out[2];
   for (int64_t r = r0; r < r1;) {
     const bool two = units == 8 && r + 1 < r1;  // rows of 8 units in pairs: whole transposes
-    const int64_t a = dy_row(tg, r, r1), next = dy_row(tg, r + 2, r1);  // asked for meanwhile
-    direct_dy_pairs_bf16(dy, S_out, Cog, m16, a, two ? dy_row(tg, r + 1, r1) : -2, n, units,
-                         a >= 0 && next >= 0 ? next - a : 0, dy2_t + (r - r0) * units * m16);
+    direct_dy_pairs_bf16(dy, S_out, Cog, m16, dy_row(tg, r, r1), two ? dy_row(tg, r + 1, r1) : -2,
+                         n, units, dy2_t + (r - r0) * units * m16);
     r += two ? 2 : 1;
   }
 }
@@ -241,13 +244,15 @@ void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, 
 // dwt += the weight kernel over the block's grid rows [r0, r1) (pairs p of dy2_t and xt). A grid
 // row is whole pairs (weight_grid_bf16: Wp even): only the pairs of its output columns,
 // ceil(out / 2) at a pitch of Wp / 2, of the rows that hold outputs (not those between 3d
-// planes): mnist2's 14 of 18 columns. Calls take about kWeightColsBf16 columns.
+// planes): mnist2's 14 of 18 columns. Calls take about kWeightColsBf16 columns where the tiles
+// are whole (12 channels), else kWeightCols.
 void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_t nc, int64_t T,
                   const int64_t* off, const TapBox* box, const uint32_t* xt, int64_t cb16,
                   const uint32_t* dy2_t, float* dwt, WeightAhead* ahead) {
   const int64_t Wp = tg.Wp(), Hp = tg.Hp();
   const int64_t pitch = Wp / 2, L2 = ceil_div(tg.out[2], 2);
-  const int64_t per_call = std::max<int64_t>(1, kWeightColsBf16 / 2 / L2);
+  const int64_t cols = nc >= 12 ? kWeightColsBf16 : kWeightCols;
+  const int64_t per_call = std::max<int64_t>(1, cols / 2 / L2);
   // run(r, e): a call over grid rows [r, e), within one output plane (its tap windows are per
   // plane), skipping the rows between two 3d planes (dy is zero there).
   const auto calls = [&](auto&& run) {
@@ -261,11 +266,17 @@ void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_
       r = e;
     }
   };
-  int64_t count = 0;
-  calls([&](int64_t, int64_t) { ++count; });
+  int64_t count = 0, positions = 0;
+  calls([&](int64_t r, int64_t e) { ++count, positions += (e - r) * L2; });
+  const int64_t bytes = ahead->count[0] * ahead->bytes[0] + ahead->count[1] * ahead->bytes[1];
   const int64_t lines =
       ahead->count[0] * (ahead->bytes[0] / 64 + 1) + ahead->count[1] * (ahead->bytes[1] / 64 + 1);
   ahead->per_tile = ceil_div(lines, std::max<int64_t>(1, count * weight_tiles_bf16(m16, nc, T)));
+  // Asked for only where the kernel has the time and L2 the room: at least kAheadDots dots a line
+  // (mnist1's one-channel tiles: 1.03 -> 1.39 ms with), at most kAheadBytes (c1d_audio's 1.5 MB
+  // samples: 46.3 -> 52.6 ms with; Zen 4, 1 thread).
+  const int64_t dots = positions * (m16 / 16) * nc * T;
+  if (lines == 0 || dots / lines < kAheadDots || bytes > kAheadBytes) ahead->per_tile = 0;
   calls([&](int64_t r, int64_t e) {
     const int64_t p0 = (r - r0) * pitch;
     direct_grid_weight_ahead_bf16(m16, nc, T, off, box, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16,

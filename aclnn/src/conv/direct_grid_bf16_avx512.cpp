@@ -320,6 +320,7 @@ void band_chunk(const uint16_t* x, int64_t S_in, int64_t nc, int64_t c0, const P
   const __mmask32 lo_m = word_range(-col, pb.S2 - col);
   const __mmask32 hi_m = word_range(-col - 32, pb.S2 - col - 32);
   __m512 v[16];
+#pragma GCC unroll 16
   for (int c = 0; c < 16; ++c) {
     const uint16_t* src = x + (c0 + c) * S_in + col;
     const bool live = c0 + c < nc && km != 0;
@@ -366,19 +367,16 @@ void direct_band_pairs_bf16(const uint16_t* x, int64_t S_in, int64_t nc, const P
 }
 
 void direct_dy_pairs_bf16(const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t m16, int64_t at,
-                          int64_t at2, int64_t n, int64_t units, int64_t ahead, uint32_t* dy2_t) {
+                          int64_t at2, int64_t n, int64_t units, uint32_t* dy2_t) {
   for (int64_t j0 = 0; j0 < units; j0 += 16) {
     const __mmask32 m = at < 0 ? 0 : word_range(0, n - 2 * j0);
     const __mmask32 m2 = at2 < 0 ? 0 : word_range(0, n);
     for (int64_t o0 = 0; o0 < m16; o0 += 16) {
       __m512 v[16];
+#pragma GCC unroll 16
       for (int c = 0; c < 16; ++c) {
         const uint16_t* src = dy + (o0 + c) * S_out + at + 2 * j0;
         const bool live = o0 + c < Cog && m != 0;
-        if (live && ahead != 0) {
-          _mm_prefetch(reinterpret_cast<const char*>(src + ahead), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(src + ahead + 31), _MM_HINT_T0);
-        }
         __m512i w = live ? _mm512_maskz_loadu_epi16(m, src) : _mm512_setzero_si512();
         if (at2 >= -1) {  // units 8 .. 16: the next row's
           const __m512i w2 = o0 + c < Cog && m2 != 0
