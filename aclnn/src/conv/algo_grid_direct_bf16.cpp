@@ -150,8 +150,9 @@ void dy_pairs(const TapGrid& tg, const uint16_t* dy, int64_t S_out, int64_t Cog,
   const int64_t units = tg.Wp() / 2, n = tg.out[2];
   for (int64_t r = r0; r < r1;) {
     const bool two = units == 8 && r + 1 < r1;  // rows of 8 units in pairs: whole transposes
-    direct_dy_pairs_bf16(dy, S_out, Cog, m16, dy_row(tg, r, r1), two ? dy_row(tg, r + 1, r1) : -2,
-                         n, units, dy2_t + (r - r0) * units * m16);
+    const int64_t at = dy_row(tg, r, r1), next = dy_row(tg, r + 2, r1);  // asked for meanwhile
+    direct_dy_pairs_bf16(dy, S_out, Cog, m16, at, two ? dy_row(tg, r + 1, r1) : -2, n, units,
+                         at >= 0 && next >= 0 ? next - at : 0, dy2_t + (r - r0) * units * m16);
     r += two ? 2 : 1;
   }
 }

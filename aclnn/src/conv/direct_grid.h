@@ -182,9 +182,10 @@ void direct_band_pairs_bf16(const uint16_t* x, int64_t S_in, int64_t nc, const P
 // One grid row of the weight gradient's dy pairs, channels-last: dy2_t[u * m16 + o] = the pair
 // (dy[o * S_out + at + 2 u], dy[o * S_out + at + 2 u + 1]) for u < units, zero past n positions,
 // for o >= Cog and where at < 0 (a grid row holding no outputs).
-// at2 >= -1 (units == 8): the next grid row's too, its dy row at2, in the same pass.
+// at2 >= -1 (units == 8): the next grid row's too, its dy row at2, in the same pass. next != 0:
+// a later row's offset from at, asked for from memory meanwhile.
 void direct_dy_pairs_bf16(const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t m16, int64_t at,
-                          int64_t at2, int64_t n, int64_t units, uint32_t* dy2_t);
+                          int64_t at2, int64_t n, int64_t units, int64_t next, uint32_t* dy2_t);
 // out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs (b null: zeros).
 void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
 // Rows of a pair band: for r < rows, out[r * Wp + k] = the pair (a[at[r] + k - w0],

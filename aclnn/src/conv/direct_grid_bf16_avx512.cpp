@@ -349,16 +349,21 @@ void direct_band_pairs_bf16(const uint16_t* x, int64_t S_in, int64_t nc, const P
                             const int64_t* src_row, const int64_t* src_row2,
                             const int64_t* next_row, int64_t i, uint32_t* band2_t) {
   const int64_t P = pb.n01 * pb.n2;
+  // Long rows (c1d_audio's 4096 columns) ask for their own columns kAheadChunks chunks on, 16
+  // channels at a time; short ones the next band row, in the first copy read.
+  constexpr int64_t kAheadChunks = 4;
+  const bool long_rows = pb.units > 2 * 16 * kAheadChunks;
   for (int64_t p01 = 0; p01 < pb.n01; ++p01) {
-    // The first copy read asks for the next row.
-    int64_t ahead = src_row[p01] >= 0 && next_row[p01] >= 0 ? next_row[p01] - src_row[p01] : 0;
+    int64_t ahead = long_rows                                 ? kAheadChunks * 32 * pb.s2
+                    : src_row[p01] >= 0 && next_row[p01] >= 0 ? next_row[p01] - src_row[p01]
+                                                              : 0;
     for (int64_t p2 = 0; p2 < pb.n2; ++p2)
       for (int64_t parity = 0; parity < 2; ++parity) {
         const int64_t ph = p01 * pb.n2 + p2;
         if (!pb.use[parity][ph]) continue;
         uint32_t* out = band2_t + ((parity * P + ph) * pb.half_plane + i * pb.units) * pb.cb16;
-        for (int64_t j0 = 0; j0 < pb.units; j0 += 16)
-          for (int64_t c0 = 0; c0 < nc; c0 += 16)
+        for (int64_t c0 = 0; c0 < nc; c0 += 16)  // 16 channels' streams at a time
+          for (int64_t j0 = 0; j0 < pb.units; j0 += 16)
             band_chunk(x, S_in, nc, c0, pb, src_row[p01], src_row2 ? src_row2[p01] : -2, p2, parity,
                        j0, ahead, out);
         ahead = 0;
@@ -367,16 +372,23 @@ void direct_band_pairs_bf16(const uint16_t* x, int64_t S_in, int64_t nc, const P
 }
 
 void direct_dy_pairs_bf16(const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t m16, int64_t at,
-                          int64_t at2, int64_t n, int64_t units, uint32_t* dy2_t) {
-  for (int64_t j0 = 0; j0 < units; j0 += 16) {
-    const __mmask32 m = at < 0 ? 0 : word_range(0, n - 2 * j0);
-    const __mmask32 m2 = at2 < 0 ? 0 : word_range(0, n);
-    for (int64_t o0 = 0; o0 < m16; o0 += 16) {
+                          int64_t at2, int64_t n, int64_t units, int64_t next, uint32_t* dy2_t) {
+  // 16 channels' rows at a time, each asked for 4 chunks on where the row is longer, else the
+  // row `next` elements on.
+  const __mmask32 m2 = at2 < 0 ? 0 : word_range(0, n);
+  for (int64_t o0 = 0; o0 < m16; o0 += 16) {
+    for (int64_t j0 = 0; j0 < units; j0 += 16) {
+      const __mmask32 m = at < 0 ? 0 : word_range(0, n - 2 * j0);
+      const int64_t ahead = 2 * (j0 + 64) < n ? 128 : next;
       __m512 v[16];
 #pragma GCC unroll 16
       for (int c = 0; c < 16; ++c) {
         const uint16_t* src = dy + (o0 + c) * S_out + at + 2 * j0;
         const bool live = o0 + c < Cog && m != 0;
+        if (live && ahead != 0) {
+          _mm_prefetch(reinterpret_cast<const char*>(src + ahead), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(src + ahead + 31), _MM_HINT_T0);
+        }
         __m512i w = live ? _mm512_maskz_loadu_epi16(m, src) : _mm512_setzero_si512();
         if (at2 >= -1) {  // units 8 .. 16: the next row's
           const __m512i w2 = o0 + c < Cog && m2 != 0
