@@ -105,6 +105,9 @@ std::vector<ConvCase> SizedCases() {
       // output channels: partial tiles of every direct kernel (7 blocks of 8, 3.5 vectors of 16).
       Case("deep_stride2", MakeGeom({1, 100, 9, 8}, {56, 100, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1),
            17),
+      // 28 columns at stride 2: grid rows of 8 bf16 pairs (grid_direct's bf16 weight builds two
+      // rows a transpose), an odd count of them.
+      Case("stride2_w28", MakeGeom({1, 20, 13, 28}, {18, 20, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1), 18),
       Case("dilated", MakeGeom({1, 16, 21, 20}, {24, 16, 3, 3}, {1, 1}, {2, 2}, {2, 2}, 1), 5),
       Case("grouped", MakeGeom({2, 24, 14, 13}, {36, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3), 6),
       Case("conv3d",

@@ -11,6 +11,7 @@
 // The products of bf16 values are exact in fp32; vdpbf16ps adds them with round-to-nearest-even
 // but treats denormal inputs and results as zero (README).
 #include <cstring>
+#include <utility>
 
 #include "conv/grid_direct_plan.h"
 
@@ -132,23 +133,90 @@ void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n,
                 ps.dst_cstride);
 }
 
+// The ask-ahead's bounds (weight_block).
+constexpr int64_t kAheadDots = 128;
+constexpr int64_t kAheadBytes = int64_t{640} << 10;
+
+// dy's offset of grid row r (-1: a row between two 3d planes, or r >= r1).
+int64_t dy_row(const TapGrid& tg, int64_t r, int64_t r1) {
+  const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
+  return r < r1 && o1 < tg.out[1] ? (o0 * tg.out[1] + o1) * tg.out[2] : -1;
+}
+
 // dy2_t[p][o] for the block's grid rows [r0, r1): dy on the grid (bf16, zero in the extra
-// columns and past the block) as pairs of columns, transposed to channels-last.
+// columns and past the block) as pairs of columns, transposed to channels-last row by row.
 void dy_pairs(const TapGrid& tg, const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t r0,
-              int64_t r1, int64_t m16, uint16_t* grid, uint32_t* dy2_t) {
-  const int64_t Wp = tg.Wp(), n = tg.out[2], pairs = ceil_div((r1 - r0) * Wp, 2);
-  for (int64_t o = 0; o < Cog; ++o) {
-    uint16_t* dst = grid + o * 2 * pairs;
-    std::memset(dst, 0, static_cast<size_t>(2 * pairs) * sizeof(uint16_t));
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
-      if (o1 < tg.out[1])
-        std::memcpy(dst + (r - r0) * Wp, dy + o * S_out + (o0 * tg.out[1] + o1) * n,
-                    static_cast<size_t>(n) * sizeof(uint16_t));
-    }
+              int64_t r1, int64_t m16, uint32_t* dy2_t) {
+  const int64_t units = tg.Wp() / 2, n = tg.out[2];
+  for (int64_t r = r0; r < r1;) {
+    const bool two = units == 8 && r + 1 < r1;  // rows of 8 units in pairs: whole transposes
+    const int64_t at = dy_row(tg, r, r1), next = dy_row(tg, r + 2, r1);  // asked for meanwhile
+    direct_dy_pairs_bf16(dy, S_out, Cog, m16, at, two ? dy_row(tg, r + 1, r1) : -2, n, units,
+                         at >= 0 && next >= 0 ? next - at : 0, dy2_t + (r - r0) * units * m16);
+    r += two ? 2 : 1;
   }
-  direct_transpose_avx512(reinterpret_cast<const float*>(grid), pairs, Cog, pairs,
-                          reinterpret_cast<float*>(dy2_t), m16, m16);
+}
+
+// The direct band of pairs (direct_band_pairs_bf16) where the W stride is at most 2: the phases
+// and W ranges of tg, and the (parity, phase) copies its taps read (a dilation of 2 reads parity
+// 0 only, stride 2's odd W phase too). Else pb.s2 = 0: the staged band_pairs below.
+PairBand pair_band(const TapGrid& tg, const GridTap* taps, int64_t plane, int64_t cb16) {
+  PairBand pb{};
+  const int64_t s2 = tg.src_stride[2], Wp = tg.Wp();
+  if (s2 > 2) return pb;
+  pb.s2 = s2, pb.lo2 = tg.lo[2], pb.S2 = tg.src_size[2];
+  for (int64_t a2 = 0; a2 < s2; ++a2) {
+    if (tg.phase_rank[2][a2] < 0) continue;
+    pb.a2[pb.n2] = a2;
+    pb.w0[pb.n2] = std::clamp<int64_t>(ceil_div(-a2, s2) - pb.lo2, 0, Wp);
+    pb.w1[pb.n2] = std::clamp<int64_t>(ceil_div(pb.S2 - a2, s2) - pb.lo2, pb.w0[pb.n2], Wp);
+    ++pb.n2;
+  }
+  pb.n01 = tg.phase_count[0] * tg.phase_count[1];
+  for (int64_t t = 0; t < tg.taps; ++t) pb.use[taps[t].shift & 1][taps[t].phase] = true;
+  pb.units = Wp / 2, pb.half_plane = plane / 2, pb.cb16 = cb16;
+  return pb;
+}
+
+// band2_t of the block's band rows straight from x (pb.s2 > 0): each band row's source rows,
+// one per (D, H) phase, then the copies; the units past the band rows zero.
+void band_pairs_direct(const TapGrid& tg, const PairBand& pb, const uint16_t* x, int64_t S_in,
+                       int64_t nc, int64_t r0, int64_t r1, uint32_t* band2_t) {
+  int64_t a0s[64], a1s[64], n0 = 0, n1 = 0, rows[4][64];
+  for (int64_t a = 0; a < std::min<int64_t>(tg.src_stride[0], 64); ++a)
+    if (tg.phase_rank[0][a] >= 0) a0s[n0++] = a;
+  for (int64_t a = 0; a < std::min<int64_t>(tg.src_stride[1], 64); ++a)
+    if (tg.phase_rank[1][a] >= 0) a1s[n1++] = a;
+  const int64_t count = tg.band_rows(r1 - r0), S1 = tg.src_size[1], S2 = tg.src_size[2];
+  // The source row of band row i in phase (p0, p1), -1 outside (or past the band); row i + 2's
+  // is asked for while row i is built.
+  const auto source_rows = [&](int64_t i, int64_t* out) {
+    const int64_t r = r0 + i;
+    for (int64_t p0 = 0; p0 < n0; ++p0)
+      for (int64_t p1 = 0; p1 < n1; ++p1) {
+        const int64_t i0 = tg.src_stride[0] * (r / tg.Hp() + tg.lo[0]) + a0s[p0];
+        const int64_t i1 = tg.src_stride[1] * (r % tg.Hp() + tg.lo[1]) + a1s[p1];
+        const bool inside = i < count && i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < S1;
+        out[p0 * n1 + p1] = inside ? (i0 * S1 + i1) * S2 : -1;
+      }
+  };
+  source_rows(0, rows[0]);
+  source_rows(1, rows[1]);
+  // Rows of 8 units go in pairs (whole transposes): rows[i % 4] is band row i's.
+  for (int64_t i = 0; i < count;) {
+    const bool two = pb.units == 8 && i + 1 < count;
+    source_rows(i + 2, rows[(i + 2) % 4]);
+    if (two) source_rows(i + 3, rows[(i + 3) % 4]);
+    direct_band_pairs_bf16(x, S_in, nc, pb, rows[i % 4], two ? rows[(i + 1) % 4] : nullptr,
+                           rows[(i + 2) % 4], i, band2_t);
+    i += two ? 2 : 1;
+  }
+  const int64_t P = pb.n01 * pb.n2, tail = pb.half_plane - count * pb.units;
+  for (int64_t parity = 0; parity < 2; ++parity)
+    for (int64_t ph = 0; ph < P; ++ph)
+      if (pb.use[parity][ph] && tail > 0)
+        std::memset(band2_t + ((parity * P + ph) * pb.half_plane + count * pb.units) * pb.cb16, 0,
+                    static_cast<size_t>(tail * pb.cb16) * sizeof(uint32_t));
 }
 
 // band2_t[parity][phase][p][c] of the block's band rows, 16 channels at a time through `band`
@@ -177,25 +245,85 @@ void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, 
 // dwt += the weight kernel over the block's grid rows [r0, r1) (pairs p of dy2_t and xt). A grid
 // row is whole pairs (weight_grid_bf16: Wp even): only the pairs of its output columns,
 // ceil(out / 2) at a pitch of Wp / 2, of the rows that hold outputs (not those between 3d
-// planes): mnist2's 14 of 18 columns. Calls take about kWeightCols columns.
+// planes): mnist2's 14 of 18 columns. Calls take about kWeightColsBf16 columns where the tiles
+// are whole (12 channels), else kWeightCols.
 void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_t nc, int64_t T,
                   const int64_t* off, const TapBox* box, const uint32_t* xt, int64_t cb16,
-                  const uint32_t* dy2_t, float* dwt) {
+                  const uint32_t* dy2_t, float* dwt, WeightAhead* ahead) {
   const int64_t Wp = tg.Wp(), Hp = tg.Hp();
   const int64_t pitch = Wp / 2, L2 = ceil_div(tg.out[2], 2);
-  const int64_t per_call = std::max<int64_t>(1, kWeightCols / 2 / L2);
-  for (int64_t r = r0; r < r1;) {
-    if (r % Hp >= tg.out[1]) {  // a row between two 3d planes: dy is zero there
-      ++r;
-      continue;
+  const int64_t cols = nc >= 12 ? kWeightColsBf16 : kWeightCols;
+  const int64_t per_call = std::max<int64_t>(1, cols / 2 / L2);
+  // run(r, e): a call over grid rows [r, e), within one output plane (its tap windows are per
+  // plane), skipping the rows between two 3d planes (dy is zero there).
+  const auto calls = [&](auto&& run) {
+    for (int64_t r = r0; r < r1;) {
+      if (r % Hp >= tg.out[1]) {
+        ++r;
+        continue;
+      }
+      const int64_t e = std::min({r1, r + per_call, r - r % Hp + tg.out[1]});
+      run(r, e);
+      r = e;
     }
-    // A call stays within one output plane (its tap windows are per plane).
-    const int64_t e = std::min({r1, r + per_call, r - r % Hp + tg.out[1]});
+  };
+  int64_t count = 0, positions = 0;
+  calls([&](int64_t r, int64_t e) { ++count, positions += (e - r) * L2; });
+  const int64_t bytes = ahead->count[0] * ahead->bytes[0] + ahead->count[1] * ahead->bytes[1];
+  const int64_t lines =
+      ahead->count[0] * (ahead->bytes[0] / 64 + 1) + ahead->count[1] * (ahead->bytes[1] / 64 + 1);
+  ahead->per_tile = ceil_div(lines, std::max<int64_t>(1, count * weight_tiles_bf16(m16, nc, T)));
+  // Asked for only where the kernel has the time and L2 the room: at least kAheadDots dots a line
+  // (mnist1's one-channel tiles: 1.03 -> 1.39 ms with), at most kAheadBytes (c1d_audio's 1.5 MB
+  // samples: 46.3 -> 52.6 ms with; Zen 4, 1 thread).
+  const int64_t dots = positions * (m16 / 16) * nc * T;
+  if (lines == 0 || dots / lines < kAheadDots || bytes > kAheadBytes) ahead->per_tile = 0;
+  calls([&](int64_t r, int64_t e) {
     const int64_t p0 = (r - r0) * pitch;
-    direct_grid_weight_bf16(m16, nc, T, off, box, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16,
-                            WeightRuns{e - r, L2, pitch, r / Hp, r % Hp, 0}, dwt);
-    r = e;
+    direct_grid_weight_ahead_bf16(m16, nc, T, off, box, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16,
+                                  WeightRuns{e - r, L2, pitch, r / Hp, r % Hp, 0}, dwt, ahead);
+  });
+}
+
+// The source elements (of a channel) the band of grid rows [r0, r1) reads: [lo, hi).
+std::pair<int64_t, int64_t> band_span(const TapGrid& tg, int64_t r0, int64_t r1) {
+  const int64_t S1 = tg.src_size[1], S2 = tg.src_size[2];
+  int64_t lo = INT64_MAX, hi = 0;
+  for (int64_t i = 0; i < tg.band_rows(r1 - r0); ++i) {
+    const int64_t r = r0 + i;
+    for (int64_t a0 = 0; a0 < std::min<int64_t>(tg.src_stride[0], 64); ++a0)
+      for (int64_t a1 = 0; a1 < std::min<int64_t>(tg.src_stride[1], 64); ++a1) {
+        const int64_t i0 = tg.src_stride[0] * (r / tg.Hp() + tg.lo[0]) + a0;
+        const int64_t i1 = tg.src_stride[1] * (r % tg.Hp() + tg.lo[1]) + a1;
+        if (i0 < 0 || i0 >= tg.src_size[0] || i1 < 0 || i1 >= S1) continue;
+        lo = std::min(lo, (i0 * S1 + i1) * S2);
+        hi = std::max(hi, (i0 * S1 + i1 + 1) * S2);
+      }
   }
+  return {std::min(lo, hi), hi};
+}
+
+// The next block's x (nc channels from x) and dy (Cog channels from dy), grid rows [r0, r1), as
+// memory for the kernel calls to ask for.
+WeightAhead ahead_of(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc,
+                     const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t r0, int64_t r1) {
+  WeightAhead a;
+  const auto [lo, hi] = band_span(tg, r0, r1);
+  a.at[0] = reinterpret_cast<const char*>(x + lo);
+  a.stride[0] = S_in * 2, a.count[0] = nc, a.bytes[0] = (hi - lo) * 2;
+  int64_t first = -1, last = -1;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t at = dy_row(tg, r, r1);
+    if (at < 0) continue;
+    if (first < 0) first = at;
+    last = at + tg.out[2];
+  }
+  if (first < 0) return a;
+  a.at[1] = reinterpret_cast<const char*>(dy + first);
+  a.stride[1] = S_out * 2, a.count[1] = Cog, a.bytes[1] = (last - first) * 2;
+  for (int k = 0; k < 2; ++k)  // whole channels: one run (no line asked for twice)
+    if (a.bytes[k] == a.stride[k]) a.bytes[k] *= a.count[k], a.count[k] = 1;
+  return a;
 }
 
 }  // namespace
@@ -260,11 +388,11 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
   // Each tap's pairs of positions inside the input (its products on the padding are skipped).
   TapBox* box = reinterpret_cast<TapBox*>(o.shared + taps_elems(T));
   for (int64_t t = 0; t < T; ++t) box[t] = pair_box(tap_box(g, taps[t].q));
+  const PairBand pb = pair_band(tg, taps, plane, cb16);
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, true);
         float* base = slot_scratch(p, b, o);
-        uint16_t* dy_grid = reinterpret_cast<uint16_t*>(base);                 // [Cog, cols]
         uint32_t* dy2_t = reinterpret_cast<uint32_t*>(base + ws.dy);           // [pairs, m16]
         uint16_t* band = reinterpret_cast<uint16_t*>(base + ws.dy + ws.dy_t);  // [16][P][plane]
         float* band2_t = base + ws.dy + ws.dy_t + ws.band;  // [2][P][plane/2][cb16]
@@ -273,18 +401,33 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
             const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
-            dy_pairs(tg, o.y16 + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16,
-                     dy_grid, dy2_t);
-            band_pairs(tg, o.x16 + (n * g.C_in + grp * Cig + c0) * S_in, S_in, nc, r0, r1, plane,
-                       cb16, band, reinterpret_cast<uint32_t*>(band2_t));
+            dy_pairs(tg, o.y16 + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16, dy2_t);
+            const uint16_t* x = o.x16 + (n * g.C_in + grp * Cig + c0) * S_in;
+            uint32_t* b2 = reinterpret_cast<uint32_t*>(band2_t);
+            if (pb.s2 > 0) {
+              band_pairs_direct(tg, pb, x, S_in, nc, r0, r1, b2);
+            } else {
+              band_pairs(tg, x, S_in, nc, r0, r1, plane, cb16, band, b2);
+            }
+            // The next block (this sample's next rows, or the next sample's first) asked for
+            // while this one's kernel runs.
+            const bool last = r1 == tg.rows();
+            const int64_t nn = last ? n + 1 : n, nr0 = last ? 0 : r1;
+            WeightAhead ahead;
+            if (nn < n1)
+              ahead = ahead_of(tg, o.x16 + (nn * g.C_in + grp * Cig + c0) * S_in, S_in, nc,
+                               o.y16 + (nn * g.C_out + grp * Cog) * S_out, S_out, Cog, nr0,
+                               std::min(tg.rows(), nr0 + b.rows));
             weight_block(tg, r0, r1, m16, nc, T, off, box,
-                         reinterpret_cast<const uint32_t*>(band2_t), cb16, dy2_t, dwt);
+                         reinterpret_cast<const uint32_t*>(band2_t), cb16, dy2_t, dwt, &ahead);
           }
         }
-        for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q_t] = dwt[t][c][o]
-          for (int64_t c = 0; c < nc; ++c)
-            for (int64_t t = 0; t < T; ++t)
-              dst[oc * rows + c * g.k_size() + taps[t].q] = dwt[(t * nc + c) * m16 + oc];
+        for (int64_t t = 0; t < T; ++t)  // dw[o][c*K + q_t] = dwt[t][c][o]
+          for (int64_t c = 0; c < nc; ++c) {
+            const float* from = dwt + (t * nc + c) * m16;
+            float* to = dst + c * g.k_size() + taps[t].q;
+            for (int64_t oc = 0; oc < Cog; ++oc) to[oc * rows] = from[oc];
+          }
       });
 }
 

@@ -140,11 +140,52 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                              const TapBox* box, const uint32_t* xt, int64_t ldx,
                              const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt);
+// Memory a weight-kernel call asks for while it runs (the next block's x and dy, which the
+// hardware prefetcher does not see coming: channels x rows of streams): set k is count[k] runs of
+// bytes[k] bytes, stride[k] bytes apart from at[k]; per_tile cache lines are asked for before
+// each register tile, on from where the previous call stopped (set, run, line).
+struct WeightAhead {
+  const char* at[2] = {nullptr, nullptr};
+  int64_t stride[2] = {0, 0}, count[2] = {0, 0}, bytes[2] = {0, 0};
+  int64_t per_tile = 0, set = 0, run = 0, line = 0;
+};
+// direct_grid_weight_bf16, asking for `ahead`'s memory meanwhile.
+void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                                   const TapBox* box, const uint32_t* xt, int64_t ldx,
+                                   const uint32_t* dyt, int64_t ldy, const WeightRuns& runs,
+                                   float* dwt, WeightAhead* ahead);
+// Register tiles of one direct_grid_weight_bf16 call (over every tap): for WeightAhead's spread.
+inline int64_t weight_tiles_bf16(int64_t m16, int64_t C, int64_t T) {
+  return (m16 + 31) / 32 * ((C + 11) / 12) * T;
+}
 // The weight kernel with x read in place: dwt[c][o] += sum_{p < L2} dyt[p][o] . x[c * ldc + p]
 // for c < C, o < m16, each unit of x the pair of positions (2 p, 2 p + 1) of channel c's row
 // (pointwise: no band, no transpose of x). dyt and dwt 64-byte aligned, ldy a multiple of 16.
 void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t ldc,
                              const uint32_t* dyt, int64_t ldy, int64_t L2, float* dwt);
+// The bf16 weight gradient's band straight in its kernel's layout (no staging band, no
+// transposes of it): band2_t[parity][ph][i * units + u][c] = the pair of band columns
+// (2 u + parity, 2 u + 1 + parity) of band row i of phase ph, channel c (a column past Wp or
+// outside the source: zero). Phase ph = p01 * n2 + p2 reads the source row src_row[p01] of each
+// channel (-1: outside, all zero) at column s2 * (k + lo2) + a2[p2] for band column k in
+// [w0[p2], w1[p2]) (s2 <= 2: at most two W phases; source rows S2 long). Only the (parity, phase)
+// copies `use` names are written; channels nc .. round16(nc) are written zero.
+struct PairBand {
+  int64_t n01, n2, s2, lo2, S2;
+  int64_t a2[2], w0[2], w1[2];
+  bool use[2][64];
+  int64_t units, half_plane, cb16;  // units = Wp / 2 a band row; half_plane = plane / 2
+};
+void direct_band_pairs_bf16(const uint16_t* x, int64_t S_in, int64_t nc, const PairBand& pb,
+                            const int64_t* src_row, const int64_t* src_row2,
+                            const int64_t* next_row, int64_t i, uint32_t* band2_t);
+// One grid row of the weight gradient's dy pairs, channels-last: dy2_t[u * m16 + o] = the pair
+// (dy[o * S_out + at + 2 u], dy[o * S_out + at + 2 u + 1]) for u < units, zero past n positions,
+// for o >= Cog and where at < 0 (a grid row holding no outputs).
+// at2 >= -1 (units == 8): the next grid row's too, its dy row at2, in the same pass. next != 0:
+// a later row's offset from at, asked for from memory meanwhile.
+void direct_dy_pairs_bf16(const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t m16, int64_t at,
+                          int64_t at2, int64_t n, int64_t units, int64_t next, uint32_t* dy2_t);
 // out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs (b null: zeros).
 void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
 // Rows of a pair band: for r < rows, out[r * Wp + k] = the pair (a[at[r] + k - w0],

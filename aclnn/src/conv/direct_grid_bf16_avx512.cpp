@@ -15,6 +15,8 @@
 #include "gemm/target_avx512bf16_begin.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// transpose16's shuffles start from _mm512_undefined_ps (GCC 12 flags its self-initialisation).
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "conv/bf16_dot_avx512.h"
 #include "conv/direct_grid_forward_avx512.h"
@@ -163,15 +165,36 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
                          pitch);
 }
 
-void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const TapBox* box, const uint32_t* xt, int64_t ldx,
-                             const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt) {
+namespace {
+
+// Asks for ahead's next per_tile cache lines (each of a run's lines once).
+inline void ask_ahead(WeightAhead* a) {
+  for (int64_t k = 0; k < a->per_tile && a->set < 2; ++k) {
+    const int64_t s = a->set;
+    const uintptr_t start = reinterpret_cast<uintptr_t>(a->at[s] + a->run * a->stride[s]);
+    const uintptr_t first = start & ~uintptr_t{63}, end = start + a->bytes[s];
+    _mm_prefetch(reinterpret_cast<const char*>(first + a->line * 64), _MM_HINT_T0);
+    if (first + ++a->line * 64 < end) continue;
+    a->line = 0;
+    if (++a->run < a->count[s]) continue;
+    a->run = 0;
+    ++a->set;
+  }
+}
+
+}  // namespace
+
+void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                                   const TapBox* box, const uint32_t* xt, int64_t ldx,
+                                   const uint32_t* dyt, int64_t ldy, const WeightRuns& runs,
+                                   float* dwt, WeightAhead* ahead) {
   const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
   for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
     const bool two = o0 + 32 <= m16;
     for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
       const int rc = static_cast<int>(base + (i < wide));
       for (int64_t t = 0; t < T; ++t) {
+        if (ahead) ask_ahead(ahead);
         const RunWindow w = run_window(runs, box[t]);
         if (w.rows == 0) continue;  // the tap reads only padding here
         const uint32_t* x = xt + off[t] + w.start * ldx + c0;
@@ -186,6 +209,12 @@ void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* o
       c0 += rc;
     }
   }
+}
+
+void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                             const TapBox* box, const uint32_t* xt, int64_t ldx,
+                             const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt) {
+  direct_grid_weight_ahead_bf16(m16, C, T, off, box, xt, ldx, dyt, ldy, runs, dwt, nullptr);
 }
 
 namespace {
@@ -243,6 +272,134 @@ void direct_split2_bf16_avx512(const uint16_t* src, int64_t n, uint16_t* even, u
     const __m512i v = _mm512_maskz_loadu_epi32(m, src + 2 * i);
     _mm256_mask_storeu_epi16(even + i, m, _mm512_cvtepi32_epi16(v));
     _mm256_mask_storeu_epi16(odd + i, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+  }
+}
+
+namespace {
+
+// The words [lo, hi) of 32 (clamped) as a mask.
+inline __mmask32 word_range(int64_t lo, int64_t hi) {
+  lo = lo < 0 ? 0 : lo;
+  hi = hi > 32 ? 32 : hi;
+  if (hi <= lo) return 0;
+  return static_cast<__mmask32>(((uint64_t{1} << hi) - 1) & ~((uint64_t{1} << lo) - 1));
+}
+
+// v[0 .. 16) (one 32-bit unit row of 16 sources each) transposed and stored as n rows of 16
+// units: out[u * ld] = unit u of every source (out 64-byte aligned, ld a multiple of 16).
+inline void store_transposed(__m512 (&v)[16], int64_t n, uint32_t* out, int64_t ld) {
+  gemm::transpose16(v);
+  for (int64_t u = 0; u < n; ++u) _mm512_store_ps(reinterpret_cast<float*>(out + u * ld), v[u]);
+}
+
+// The 32 band columns from k0 of one channel as 16 units: src = its source row + the column of
+// k0; km the band columns inside the source, lo_m / hi_m the source words of the two loads of
+// s2 = 2 (whose even words are the columns).
+inline __m512i band_units(const uint16_t* src, const PairBand& pb, __mmask32 km, __mmask32 lo_m,
+                          __mmask32 hi_m) {
+  if (pb.s2 == 1) return _mm512_maskz_loadu_epi16(km, src);
+  const __m512i even =
+      _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26,
+                       24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i a = _mm512_maskz_loadu_epi16(lo_m, src);
+  const __m512i b = hi_m ? _mm512_maskz_loadu_epi16(hi_m, src + 32) : _mm512_setzero_si512();
+  return _mm512_maskz_permutex2var_epi16(km, a, even, b);
+}
+
+// Units [j0, j0 + 16) of one copy (parity, W phase p2) of a band row for channels c0 .. c0 + 16,
+// source row `row`: each channel's 32 band columns from 2 j0 + parity, transposed to
+// channels-last. row2 >= -1 (rows of 8 units): units 8 .. 16 are the next band row's (source row
+// row2), so that a transpose fills its 16 lanes. ahead != 0: the same columns `ahead` elements on
+// are asked for (a later band row's source row: 16 channels' rows interleaved are too many
+// streams for the hardware prefetcher).
+void band_chunk(const uint16_t* x, int64_t S_in, int64_t nc, int64_t c0, const PairBand& pb,
+                int64_t row, int64_t row2, int64_t p2, int64_t parity, int64_t j0, int64_t ahead,
+                uint32_t* out) {
+  const int64_t k0 = 2 * j0 + parity, col = pb.s2 * (k0 + pb.lo2) + pb.a2[p2];
+  const __mmask32 km = word_range(pb.w0[p2] - k0, pb.w1[p2] - k0);
+  const __mmask32 lo_m = word_range(-col, pb.S2 - col);
+  const __mmask32 hi_m = word_range(-col - 32, pb.S2 - col - 32);
+  __m512 v[16];
+#pragma GCC unroll 16
+  for (int c = 0; c < 16; ++c) {
+    const uint16_t* src = x + (c0 + c) * S_in + col;
+    const bool live = c0 + c < nc && km != 0;
+    if (live && row >= 0 && ahead != 0) {
+      _mm_prefetch(reinterpret_cast<const char*>(src + row + ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(src + row + ahead + 16 * pb.s2), _MM_HINT_T0);
+      if (pb.s2 == 2)
+        _mm_prefetch(reinterpret_cast<const char*>(src + row + ahead + 63), _MM_HINT_T0);
+    }
+    __m512i w =
+        live && row >= 0 ? band_units(src + row, pb, km, lo_m, hi_m) : _mm512_setzero_si512();
+    if (row2 >= -1) {
+      const __m512i w2 =
+          live && row2 >= 0 ? band_units(src + row2, pb, km, lo_m, hi_m) : _mm512_setzero_si512();
+      w = _mm512_inserti64x4(w, _mm512_castsi512_si256(w2), 1);
+    }
+    v[c] = _mm512_castsi512_ps(w);
+  }
+  const int64_t n = row2 >= -1 ? 16 : min64(16, pb.units - j0);
+  store_transposed(v, n, out + j0 * pb.cb16 + c0, pb.cb16);
+}
+
+}  // namespace
+
+void direct_band_pairs_bf16(const uint16_t* x, int64_t S_in, int64_t nc, const PairBand& pb,
+                            const int64_t* src_row, const int64_t* src_row2,
+                            const int64_t* next_row, int64_t i, uint32_t* band2_t) {
+  const int64_t P = pb.n01 * pb.n2;
+  // Long rows (c1d_audio's 4096 columns) ask for their own columns kAheadChunks chunks on, 16
+  // channels at a time; short ones the next band row, in the first copy read.
+  constexpr int64_t kAheadChunks = 4;
+  const bool long_rows = pb.units > 2 * 16 * kAheadChunks;
+  for (int64_t p01 = 0; p01 < pb.n01; ++p01) {
+    int64_t ahead = long_rows                                 ? kAheadChunks * 32 * pb.s2
+                    : src_row[p01] >= 0 && next_row[p01] >= 0 ? next_row[p01] - src_row[p01]
+                                                              : 0;
+    for (int64_t p2 = 0; p2 < pb.n2; ++p2)
+      for (int64_t parity = 0; parity < 2; ++parity) {
+        const int64_t ph = p01 * pb.n2 + p2;
+        if (!pb.use[parity][ph]) continue;
+        uint32_t* out = band2_t + ((parity * P + ph) * pb.half_plane + i * pb.units) * pb.cb16;
+        for (int64_t c0 = 0; c0 < nc; c0 += 16)  // 16 channels' streams at a time
+          for (int64_t j0 = 0; j0 < pb.units; j0 += 16)
+            band_chunk(x, S_in, nc, c0, pb, src_row[p01], src_row2 ? src_row2[p01] : -2, p2, parity,
+                       j0, ahead, out);
+        ahead = 0;
+      }
+  }
+}
+
+void direct_dy_pairs_bf16(const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t m16, int64_t at,
+                          int64_t at2, int64_t n, int64_t units, int64_t next, uint32_t* dy2_t) {
+  // 16 channels' rows at a time, each asked for 4 chunks on where the row is longer, else the
+  // row `next` elements on.
+  const __mmask32 m2 = at2 < 0 ? 0 : word_range(0, n);
+  for (int64_t o0 = 0; o0 < m16; o0 += 16) {
+    for (int64_t j0 = 0; j0 < units; j0 += 16) {
+      const __mmask32 m = at < 0 ? 0 : word_range(0, n - 2 * j0);
+      const int64_t ahead = 2 * (j0 + 64) < n ? 128 : next;
+      __m512 v[16];
+#pragma GCC unroll 16
+      for (int c = 0; c < 16; ++c) {
+        const uint16_t* src = dy + (o0 + c) * S_out + at + 2 * j0;
+        const bool live = o0 + c < Cog && m != 0;
+        if (live && ahead != 0) {
+          _mm_prefetch(reinterpret_cast<const char*>(src + ahead), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(src + ahead + 31), _MM_HINT_T0);
+        }
+        __m512i w = live ? _mm512_maskz_loadu_epi16(m, src) : _mm512_setzero_si512();
+        if (at2 >= -1) {  // units 8 .. 16: the next row's
+          const __m512i w2 = o0 + c < Cog && m2 != 0
+                                 ? _mm512_maskz_loadu_epi16(m2, dy + (o0 + c) * S_out + at2)
+                                 : _mm512_setzero_si512();
+          w = _mm512_inserti64x4(w, _mm512_castsi512_si256(w2), 1);
+        }
+        v[c] = _mm512_castsi512_ps(w);
+      }
+      store_transposed(v, at2 >= -1 ? 16 : min64(16, units - j0), dy2_t + j0 * m16 + o0, m16);
+    }
   }
 }
 

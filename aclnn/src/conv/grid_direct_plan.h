@@ -23,6 +23,11 @@ constexpr int64_t kWeightCols = 128;                 // weight gradient: positio
 // the accumulators' loads and stores (Zen 4, 1 thread, min of 5 under load, ms: mnist2 10.55 ->
 // 10.27, stride2 36.7 -> 35.0, resnet3x3 69.9 -> 68.7; the band path on AVX2 lost 1-3%).
 constexpr int64_t kWeightColsInPlace = 256;
+// ... in bf16 (pairs of positions, the band channels-last): the accumulators' loads and stores
+// from L2 amortised over twice the positions (Zen 4, 1 thread, min of 4, ms, 128 / 256:
+// stride2 19.6 / 18.7, resnet3x3 36.9 / 36.2, c3d_video 107.9 / 105.2, dilated 21.8 / 21.6).
+// Only where the register tiles are whole: mnist1's one-channel tiles lost (1.02 / 1.17).
+constexpr int64_t kWeightColsBf16 = 256;
 constexpr int64_t kWeightChannels = 96;  // weight gradient: most input channels per task
 
 // Grid rows per task for an m-channel output block, with about `want` tasks per grid.
