@@ -312,7 +312,9 @@ TEST(ConvAlgorithmPaths, ClDirectForwardStrided) {
     strided += cl && s != std::string::npos && line.substr(s, d - s) != " s1x1x1";
   }
   EXPECT_GT(forwards, 0);
-  if (avx512) EXPECT_GE(strided, 4 * int(cases.size())) << log.substr(0, 3000);
+  if (avx512) {
+    EXPECT_GE(strided, 4 * int(cases.size())) << log.substr(0, 3000);
+  }
 }
 
 TEST(ConvAlgorithmRegistry, NamesAreListedOnceEach) {
