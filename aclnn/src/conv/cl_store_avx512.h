@@ -40,7 +40,8 @@ static inline void cl_store_rows(const __m512* v, int64_t ur, float* out, int64_
 // runtime channel loop above spills v to the stack and reloads it: bf16 stride2's phases spent
 // ~8% of their tile time there, perf, Zen 4).
 template <int UR>
-static inline void cl_store_rows16(const __m512* v, float* out, int64_t ld_out, int64_t os) {
+__attribute__((always_inline)) static inline void cl_store_rows16(const __m512* v, float* out,
+                                                                  int64_t ld_out, int64_t os) {
   if (os == 1) {
     const __mmask16 m = gemm::first_lanes(UR);
 #pragma GCC unroll 16
@@ -59,15 +60,52 @@ static inline void cl_store_rows16(const __m512* v, float* out, int64_t ld_out, 
   }
 }
 
+// gemm::transpose16 with every loop unrolled: r[i] holds row i on entry and column i on exit.
+// GCC 12 at -O2 leaves gemm::transpose16's loops rolled, so its arrays live on the stack (a
+// transpose and 16 masked stores took 208 cycles, this 71; Zen 4, 1 thread, a loop of them), and
+// the row kernels pay it once per tile (cl_direct_bf16 stride2: ~290 cycles per tile besides the
+// dot products, against 1800-7200 of them).
+__attribute__((always_inline)) static inline void cl_transpose16(__m512 (&r)[16]) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {
+    const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+    const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m512 a = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    const __m512 b = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
+    const __m512 c = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    const __m512 d = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+    t[j] = _mm512_shuffle_f32x4(a, c, 0x88);
+    t[8 + j] = _mm512_shuffle_f32x4(a, c, 0xdd);
+    t[4 + j] = _mm512_shuffle_f32x4(b, d, 0x88);
+    t[12 + j] = _mm512_shuffle_f32x4(b, d, 0xdd);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
 // acc[u] = the 16 output channels at position u < UR of a tile -> out[o * ld_out + u * os] for
 // o < nch: a 16 x 16 transpose (positions past UR zero), then cl_store_rows.
 template <int UR>
-static inline void cl_store_tile(const __m512 (&acc)[UR], float* out, int64_t ld_out, int64_t nch,
-                                 int64_t os) {
+__attribute__((always_inline)) static inline void cl_store_tile(const __m512 (&acc)[UR], float* out,
+                                                                int64_t ld_out, int64_t nch,
+                                                                int64_t os) {
   __m512 v[16];
 #pragma GCC unroll 16
   for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
-  gemm::transpose16(v);
+  cl_transpose16(v);
   if (nch == 16 && (os == 1 || os == 2)) {
     cl_store_rows16<UR>(v, out, ld_out, os);
   } else {
