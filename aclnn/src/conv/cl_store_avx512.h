@@ -9,6 +9,20 @@
 
 #include "gemm/avx512_util.h"
 
+// The store helpers are forced inline into every row kernel (see cl_transpose16), except under
+// AddressSanitizer: there, clang 14 took over 15 minutes (against 11) for cl_direct_avx512.cpp's
+// instantiations with them inlined, and speed does not matter.
+#if defined(__SANITIZE_ADDRESS__)
+#define ACLNN_CL_STORE_INLINE static inline
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ACLNN_CL_STORE_INLINE static inline
+#endif
+#endif
+#ifndef ACLNN_CL_STORE_INLINE
+#define ACLNN_CL_STORE_INLINE __attribute__((always_inline)) static inline
+#endif
+
 namespace aclnn_cpu::conv {
 
 // out[o * ld_out + u * os] = v[o][u] for o < nch, u < ur: contiguous, every other element (a
@@ -40,8 +54,8 @@ static inline void cl_store_rows(const __m512* v, int64_t ur, float* out, int64_
 // runtime channel loop above spills v to the stack and reloads it: bf16 stride2's phases spent
 // ~8% of their tile time there, perf, Zen 4).
 template <int UR>
-__attribute__((always_inline)) static inline void cl_store_rows16(const __m512* v, float* out,
-                                                                  int64_t ld_out, int64_t os) {
+ACLNN_CL_STORE_INLINE void cl_store_rows16(const __m512* v, float* out, int64_t ld_out,
+                                           int64_t os) {
   if (os == 1) {
     const __mmask16 m = gemm::first_lanes(UR);
 #pragma GCC unroll 16
@@ -65,7 +79,7 @@ __attribute__((always_inline)) static inline void cl_store_rows16(const __m512* 
 // transpose and 16 masked stores took 208 cycles, this 71; Zen 4, 1 thread, a loop of them), and
 // the row kernels pay it once per tile (cl_direct_bf16 stride2: ~290 cycles per tile besides the
 // dot products, against 1800-7200 of them).
-__attribute__((always_inline)) static inline void cl_transpose16(__m512 (&r)[16]) {
+ACLNN_CL_STORE_INLINE void cl_transpose16(__m512 (&r)[16]) {
   __m512 t[16];
 #pragma GCC unroll 8
   for (int i = 0; i < 16; i += 2) {
@@ -99,9 +113,8 @@ __attribute__((always_inline)) static inline void cl_transpose16(__m512 (&r)[16]
 // acc[u] = the 16 output channels at position u < UR of a tile -> out[o * ld_out + u * os] for
 // o < nch: a 16 x 16 transpose (positions past UR zero), then cl_store_rows.
 template <int UR>
-__attribute__((always_inline)) static inline void cl_store_tile(const __m512 (&acc)[UR], float* out,
-                                                                int64_t ld_out, int64_t nch,
-                                                                int64_t os) {
+ACLNN_CL_STORE_INLINE void cl_store_tile(const __m512 (&acc)[UR], float* out, int64_t ld_out,
+                                         int64_t nch, int64_t os) {
   __m512 v[16];
 #pragma GCC unroll 16
   for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
