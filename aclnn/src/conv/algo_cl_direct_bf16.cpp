@@ -84,6 +84,17 @@ int64_t packed_units(const Phase& ps, int64_t groups) {
   return groups * blocks16(ps.m) * 16 * ps.C2() * ps.taps();
 }
 
+// Output rows per chunk: a chunk's rows take one 16-channel block after another, so a block's
+// packed weights (resnet3x3: 32 pairs x 9 taps x 64 bytes = 18 KB) are reused from L1 across its
+// rows (Zen 4, 1 thread, backward_data min of 3 ms, rows 1 / 16 / all: resnet3x3 34.6 / 33.8 /
+// 33.9, stride2 18.2 / 17.8 / 17.8, mnist2 4.82 / 4.82 / 4.81).
+constexpr int64_t kRowChunk = 16;
+
+// Slot floats of a chunk's tap-row lists: per row, soff and woff (int64) per tap row (kd, kh).
+int64_t list_elems(const ConvGeometry& g) {
+  return 4 * g.k[0] * g.k[1] * kRowChunk;
+}
+
 Fit plan(const Problem& p) {
   Fit f;
   const ConvGeometry& g = p.g;
@@ -100,8 +111,9 @@ Fit plan(const Problem& p) {
     f.preferred = true;
     f.reason = "16-channel row tiles of channel pairs";
     const Phase first = phase(g, 0);  // the largest
-    // Slot: the tap-row lists (two int64 per tap row), then dy of one (sample, group) as pairs.
-    f.b.slot_elems = round16(4 * g.k[0] * g.k[1]) + round16(first.C2() * first.src_size());
+    // Slot: the tap-row lists of a chunk's rows (two int64 per tap row), then dy of one
+    // (sample, group) as pairs.
+    f.b.slot_elems = round16(list_elems(g)) + round16(first.C2() * first.src_size());
     for (int64_t i = 0; i < data_phase_count(g); ++i)
       f.b.shared_elems += packed_units(phase(g, i), g.groups);
     f.b.rows = block_size(first.rows(), ceil_div(pieces_wanted(p), data_phase_count(g)));
@@ -172,55 +184,69 @@ int64_t list_tap_rows(const Phase& ps, int64_t ud, int64_t uh, int64_t* soff, in
   return n;
 }
 
-// Output rows per chunk: a chunk's rows take one 16-channel block after another, so a block's
-// packed weights (resnet3x3: 32 pairs x 9 taps x 64 bytes = 18 KB) are reused from L1 across its
-// rows (Zen 4, 1 thread, backward_data min of 3 ms, rows 1 / 16 / all: resnet3x3 34.6 / 33.8 /
-// 33.9, stride2 18.2 / 17.8 / 17.8, mnist2 4.82 / 4.82 / 4.81).
-constexpr int64_t kRowChunk = 16;
+// The tap-row lists of a chunk's output rows [r0, r1) of a phase: row r0 + j's n[j] tap rows at
+// soff / woff + j * stride (list_tap_rows), and span = the dy positions [lo, hi) they read.
+// Listed once per chunk, not per row and 16-channel block (stride2: list_tap_rows and the
+// per-row divisions were 2% of the data gradient, perf, Zen 4).
+struct ChunkLists {
+  int64_t *soff, *woff, stride;
+  int64_t n[kRowChunk];
+  std::array<int64_t, 2> span;
+
+  void list(const Phase& ps, int64_t r0, int64_t r1) {
+    int64_t lo = ps.src_size(), hi = 0;
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t j = row - r0, *so = soff + j * stride;
+      n[j] = list_tap_rows(ps, row / ps.ax[1].out, row % ps.ax[1].out, soff + j * stride,
+                           woff + j * stride);
+      for (int64_t t = 0; t < n[j]; ++t)
+        lo = std::min(lo, so[t]), hi = std::max(hi, so[t] + ps.ax[2].src);
+    }
+    span = {lo, std::max(lo, hi)};
+  }
+};
 
 // Output rows [r0, r1) of a phase for one (sample, group): dy2 [C2, S_out] -> dx [m, S_in].
 void run_rows(const Phase& ps, const uint32_t* dy2, float* out, int64_t r0, int64_t r1,
-              int64_t* soff, int64_t* woff, const uint32_t* packed) {
+              const ChunkLists& L, const uint32_t* packed) {
   const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
   const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.s == 1 ? W.dil : 1;
-  ClRowBf16 r{dy2, soff, woff, 0, ps.C2(), ps.src_size(), nullptr, nW * 16, 0, W.src, d};
-  for (int64_t c0 = r0; c0 < r1; c0 += kRowChunk)
-    for (int64_t blk = 0; blk < B; ++blk)
-      for (int64_t row = c0; row < std::min(r1, c0 + kRowChunk); ++row) {
-        const int64_t ud = row / H.out, uh = row % H.out;
-        float* dst = out + ((D.s * ud + D.b) * H.dst_size + H.s * uh + H.b) * W.dst_size + W.b;
-        const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
-        float* dst_blk = dst + blk * 16 * S_dst;
-        if (nW == 0) {  // no tap reaches this phase: zeros
-          for (int64_t o = 0; o < nch; ++o)
-            for (int64_t u = 0; u < W.out; ++u) dst_blk[o * S_dst + u * W.s] = 0.0f;
-          continue;
-        }
-        r.rows = list_tap_rows(ps, ud, uh, soff, woff);
-        r.w = packed + blk * ps.C2() * ps.taps() * 16;
-        // Dilation d along rows (unit stride): outputs u = res + d*j read dy columns
-        // res + e0 + d*(j + k), a row of its own per residue res.
-        for (int64_t res = 0; res < d; ++res) {
-          const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, kClBf16MaxRow);
-          for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
-            const int64_t j0 = i * J / tiles, j1 = (i + 1) * J / tiles, u0 = res + d * j0;
-            r.col0 = u0 + e0;
-            cl_direct_row_bf16(j1 - j0, nW, r, dst_blk + u0 * W.s, S_dst, nch, d * W.s);
-          }
+  int64_t dst_row[kRowChunk];
+  for (int64_t row = r0; row < r1; ++row) {
+    const int64_t ud = row / H.out, uh = row % H.out;
+    dst_row[row - r0] = ((D.s * ud + D.b) * H.dst_size + H.s * uh + H.b) * W.dst_size + W.b;
+  }
+  // Dilation d along rows (unit stride): outputs u = res + d*j read dy columns res + e0 +
+  // d*(j + k), a row of its own per residue res; each cut into tiles of nearly equal width (the
+  // first J % tiles one wider).
+  int64_t J[2], tiles[2];
+  for (int64_t res = 0; res < d; ++res)
+    J[res] = ceil_div(W.out - res, d), tiles[res] = ceil_div(J[res], kClBf16MaxRow);
+  ClRowBf16 r{dy2, nullptr, nullptr, 0, ps.C2(), ps.src_size(), nullptr, nW * 16, 0, W.src, d};
+  for (int64_t blk = 0; blk < B; ++blk) {
+    const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
+    r.w = packed + blk * ps.C2() * ps.taps() * 16;
+    for (int64_t row = r0; row < r1; ++row) {
+      float* dst_blk = out + dst_row[row - r0] + blk * 16 * S_dst;
+      if (nW == 0) {  // no tap reaches this phase: zeros
+        for (int64_t o = 0; o < nch; ++o)
+          for (int64_t u = 0; u < W.out; ++u) dst_blk[o * S_dst + u * W.s] = 0.0f;
+        continue;
+      }
+      r.rows = L.n[row - r0];
+      r.soff = L.soff + (row - r0) * L.stride, r.woff = L.woff + (row - r0) * L.stride;
+      for (int64_t res = 0; res < d; ++res) {
+        const int64_t q = J[res] / tiles[res], wide = J[res] % tiles[res];
+        for (int64_t i = 0, j0 = 0; i < tiles[res]; ++i) {
+          const int64_t width = q + (i < wide), u0 = res + d * j0;
+          r.col0 = u0 + e0;
+          cl_direct_row_bf16(width, nW, r, dst_blk + u0 * W.s, S_dst, nch, d * W.s);
+          j0 += width;
         }
       }
-}
-
-// The span [lo, hi) of dy positions (whole rows) that output rows [r0, r1) of a phase read.
-std::array<int64_t, 2> dy_span(const Phase& ps, int64_t r0, int64_t r1, int64_t* soff,
-                               int64_t* woff) {
-  int64_t lo = ps.src_size(), hi = 0;
-  for (int64_t row = r0; row < r1; ++row)
-    for (int64_t t = 0, n = list_tap_rows(ps, row / ps.ax[1].out, row % ps.ax[1].out, soff, woff);
-         t < n; ++t)
-      lo = std::min(lo, soff[t]), hi = std::max(hi, soff[t] + ps.ax[2].src);
-  return {lo, std::max(lo, hi)};
+    }
+  }
 }
 
 // dy2[o2][s] = (dy[2 o2][s], dy[2 o2 + 1][s]) for o2 < C2, s in [lo, hi): a (sample, group) of dy
@@ -268,10 +294,11 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
   }
   for_tasks(g.N * g.groups * nb, [&](int64_t t) {
     const int64_t ng = t / nb, blk = t % nb, grp = ng % g.groups;
-    int64_t* soff = reinterpret_cast<int64_t*>(slot_scratch(p, b, o));
-    int64_t* woff = soff + g.k[0] * g.k[1];
-    uint32_t* dy2 =
-        reinterpret_cast<uint32_t*>(slot_scratch(p, b, o) + round16(4 * g.k[0] * g.k[1]));
+    float* slot = slot_scratch(p, b, o);
+    const int64_t T = g.k[0] * g.k[1];  // tap rows at most
+    int64_t* lists_at = reinterpret_cast<int64_t*>(slot);
+    ChunkLists lists{lists_at, lists_at + T * kRowChunk, T, {}, {}};
+    uint32_t* dy2 = reinterpret_cast<uint32_t*>(slot + round16(list_elems(g)));
     const int64_t C = g.cout_g(), S = g.out_size();
     Converted done{o.y16 + ng * C * S, C, S, dy2};  // dy [N, groups, Cog, S_out]
     const uint32_t* packed = packed_all;
@@ -280,8 +307,9 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
       const int64_t R = ps.rows(), per_group = blocks16(ps.m) * ps.C2() * ps.taps() * 16;
       for (int64_t r0 = R * blk / nb, r1 = R * (blk + 1) / nb; r0 < r1; r0 += kRowChunk) {
         const int64_t e = std::min(r1, r0 + kRowChunk);
-        done.cover(dy_span(ps, r0, e, soff, woff));
-        run_rows(ps, dy2, o.out + ng * ps.m * ps.dst_size(), r0, e, soff, woff,
+        lists.list(ps, r0, e);
+        done.cover(lists.span);
+        run_rows(ps, dy2, o.out + ng * ps.m * ps.dst_size(), r0, e, lists,
                  packed + grp * per_group);
       }
       packed += packed_units(ps, g.groups);
