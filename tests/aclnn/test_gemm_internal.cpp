@@ -69,9 +69,9 @@ void PackedGemm(Kernel k, int64_t M, int64_t N, int64_t K, const float* packed_a
                 const gemm::Mat* a, const gemm::Mat* b, const gemm::BPanels* panels, bool acc,
                 float* C, int64_t ldc, float* scratch) {
   if (k == Kernel::kAvx512)
-    gemm::avx512::sgemm_packed(M, N, K, packed_a, a, b, panels, acc, C, ldc, scratch);
+    gemm::avx512::sgemm_packed(M, N, K, packed_a, M, 0, a, b, panels, acc, C, ldc, scratch);
   else
-    gemm::avx2::sgemm_packed(M, N, K, packed_a, a, b, panels, acc, C, ldc, scratch);
+    gemm::avx2::sgemm_packed(M, N, K, packed_a, M, 0, a, b, panels, acc, C, ldc, scratch);
 }
 
 // A strided operand of rows x cols: layout 0 row-major (cs = 1, padded rows), 1 column-major

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include <cblas.h>
 
@@ -70,32 +71,40 @@ void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
   throw std::logic_error("pack_a_once: no packed GEMM kernel on this CPU");
 }
 
+namespace {
+
+// The packed kernels of isa(): packed_a (when not null) is rows [a_row0, a_row0 + M) of an
+// a_rows-row matrix packed by pack_a_once.
+void packed_kernels(const char* what, int64_t M, int64_t N, int64_t K, const float* packed_a,
+                    int64_t a_rows, int64_t a_row0, const Mat* a_mat, const Mat* b_mat,
+                    const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
+                    float* scratch) {
+  if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
+  if (have_avx512())
+    return avx512::sgemm_packed(M, N, K, packed_a, a_rows, a_row0, a_mat, b_mat, b_panels,
+                                accumulate, C, ldc, scratch);
+  if (have_packed_gemm())
+    return avx2::sgemm_packed(M, N, K, packed_a, a_rows, a_row0, a_mat, b_mat, b_panels, accumulate,
+                              C, ldc, scratch);
+  throw std::logic_error(std::string(what) + ": no packed GEMM kernel on this CPU");
+}
+
+}  // namespace
+
 void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
                   const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
                   float* scratch) {
-  if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
-  if (have_avx512())
-    return avx512::sgemm_packed(M, N, K, packed_a, a_mat, b_mat, b_panels, accumulate, C, ldc,
-                                scratch);
-  if (have_packed_gemm())
-    return avx2::sgemm_packed(M, N, K, packed_a, a_mat, b_mat, b_panels, accumulate, C, ldc,
-                              scratch);
-  throw std::logic_error("sgemm_packed: no packed GEMM kernel on this CPU");
+  packed_kernels("sgemm_packed", M, N, K, packed_a, M, 0, a_mat, b_mat, b_panels, accumulate, C,
+                 ldc, scratch);
 }
 
 void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
                        int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
                        int64_t ldc, float* scratch) {
-  if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
-  if (row0 < 0 || row0 % 8 != 0 || row0 + M > rows)
+  if (M > 0 && N > 0 && K > 0 && (row0 < 0 || row0 % 8 != 0 || row0 + M > rows))
     throw std::logic_error("sgemm_packed_rows: rows [row0, row0 + M) not whole panels of A");
-  if (have_avx512())
-    return avx512::sgemm_packed_rows(M, N, K, packed_a, rows, row0, b_panels, accumulate, C, ldc,
-                                     scratch);
-  if (have_packed_gemm())
-    return avx2::sgemm_packed_rows(M, N, K, packed_a, rows, row0, b_panels, accumulate, C, ldc,
-                                   scratch);
-  throw std::logic_error("sgemm_packed_rows: no packed GEMM kernel on this CPU");
+  packed_kernels("sgemm_packed_rows", M, N, K, packed_a, rows, row0, nullptr, nullptr, b_panels,
+                 accumulate, C, ldc, scratch);
 }
 
 bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int64_t ldc) {

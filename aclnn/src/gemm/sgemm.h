@@ -91,26 +91,22 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, i
                        int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
                        int64_t ldc, float* scratch);
 
-// The implementations behind the dispatch above (call only when isa() allows them).
+// The implementations behind the dispatch above (call only when isa() allows them): sgemm_packed
+// and sgemm_packed_rows in one, packed_a (when not null) holding rows [a_row0, a_row0 + M) of an
+// a_rows-row matrix packed by pack_a_once.
 namespace avx512 {
 int64_t pack_elems();
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
-void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
-                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
-                  float* scratch);
-void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
-                       int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
-                       int64_t ldc, float* scratch);
+void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t a_rows,
+                  int64_t a_row0, const Mat* a_mat, const Mat* b_mat, const BPanels* b_panels,
+                  bool accumulate, float* C, int64_t ldc, float* scratch);
 }  // namespace avx512
 namespace avx2 {
 int64_t pack_elems();
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
-void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
-                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
-                  float* scratch);
-void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
-                       int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
-                       int64_t ldc, float* scratch);
+void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t a_rows,
+                  int64_t a_row0, const Mat* a_mat, const Mat* b_mat, const BPanels* b_panels,
+                  bool accumulate, float* C, int64_t ldc, float* scratch);
 }  // namespace avx2
 
 }  // namespace aclnn_cpu::gemm

@@ -243,17 +243,12 @@ void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
     pack_a(A, 0, M, pc, min64(kKC, K - pc), packed + pc * m_padded);
 }
 
-void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
-                  const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
-                  float* scratch) {
-  gemm_blocked(M, N, K, a_mat, packed_a, (M + kMR - 1) / kMR * kMR, 0, b_mat, b_panels, accumulate,
-               C, ldc, scratch);
-}
-
-void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
-                       int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
-                       int64_t ldc, float* scratch) {
-  gemm_blocked(M, N, K, nullptr, packed_a, (rows + kMR - 1) / kMR * kMR, row0, nullptr, b_panels,
+// packed_a (when not null): rows [a_row0, a_row0 + M) of an a_rows-row matrix packed by
+// pack_a_once.
+void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t a_rows,
+                  int64_t a_row0, const Mat* a_mat, const Mat* b_mat, const BPanels* b_panels,
+                  bool accumulate, float* C, int64_t ldc, float* scratch) {
+  gemm_blocked(M, N, K, a_mat, packed_a, (a_rows + kMR - 1) / kMR * kMR, a_row0, b_mat, b_panels,
                accumulate, C, ldc, scratch);
 }
 
