@@ -17,6 +17,7 @@
 #include "conv/direct_grid.h"
 #include "conv/half.h"
 #include "conv/source.h"
+#include "conv/strided.h"
 #include "conv/tbc_gemm.h"
 #include "conv/tbc_rows.h"
 #include "gemm/sgemm.h"
@@ -163,8 +164,7 @@ void run_weight(const ConvJob& j, const TbcScratch& s, int slots, char* scratch,
         // The bias gradient sums dy as stored, without the operand rounding (x_p is free here).
         if (bias_out && j.round != Round::kNone)
           source_of(dy, Round::kNone, (r0 + r) * ldy + o0).convert(no, 1, row = xp);
-        if (bias_out)
-          for (int64_t o = 0; o < no; ++o) db[o] += row[o];
+        if (bias_out) add_run_f32(db, row, no);
       }
       for (int64_t k0 = 0; k0 < K; k0 += group) {
         const int64_t k1 = std::min(K, k0 + group), base = r0 + tap_shift(false, k0, pad, B);
