@@ -158,11 +158,11 @@ int64_t converted_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking
 }
 
 // The bf16 weight gradient's slot holds, besides the block's dy, the band of every stride phase
-// twice (both parities of pairs) and a 16-channel staging copy: sized by output rows, a strided
-// 3d grid's band is 8 blocks of input (ct3d: 4.6 MB a slot, the workspace 3.4x its largest
-// tensor at 2 threads). Fewer rows keep the slots within the bytes of the largest bf16 tensor
-// (ct3d: 81 rows at 1 thread, 30 at 2, not 141; backward_weight 1.69-1.82 vs 1.74-1.75 ms at 2
-// threads, 2.81-2.89 vs 2.80-3.05 at 1, min of 3 runs under load, Zen 4).
+// twice (both parities of pairs): sized by output rows, a strided 3d grid's band is 8 blocks of
+// input (ct3d: 4.6 MB a slot, the workspace 3.4x its largest tensor at 2 threads). Fewer rows
+// keep the slots within the bytes of the largest bf16 tensor (ct3d at 2 threads: 61 rows, not
+// 141; with 30 rows, when the slot also held a staging band, backward_weight measured 1.69-1.82
+// vs 1.74-1.75 ms, min of 3 runs under load, Zen 4).
 int64_t bf16_weight_rows(const Problem& p, const Blocking& b) {
   const ConvGeometry& g = p.g;
   const TapGrid tg = weight_grid_bf16(g);

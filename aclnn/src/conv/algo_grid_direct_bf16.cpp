@@ -163,7 +163,7 @@ void dy_pairs(const TapGrid& tg, const uint16_t* dy, int64_t S_out, int64_t Cog,
 PairBand pair_band(const TapGrid& tg, const GridTap* taps, int64_t plane, int64_t cb16) {
   PairBand pb{};
   const int64_t s2 = tg.src_stride[2], Wp = tg.Wp();
-  if (s2 > 2) return pb;
+  if (bf16_band_staged(tg)) return pb;
   pb.s2 = s2, pb.lo2 = tg.lo[2], pb.S2 = tg.src_size[2];
   for (int64_t a2 = 0; a2 < s2; ++a2) {
     if (tg.phase_rank[2][a2] < 0) continue;
@@ -393,10 +393,10 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, true);
         float* base = slot_scratch(p, b, o);
-        uint32_t* dy2_t = reinterpret_cast<uint32_t*>(base + ws.dy);           // [pairs, m16]
-        uint16_t* band = reinterpret_cast<uint16_t*>(base + ws.dy + ws.dy_t);  // [16][P][plane]
-        float* band2_t = base + ws.dy + ws.dy_t + ws.band;  // [2][P][plane/2][cb16]
-        float* dwt = band2_t + ws.band_t;                   // [T, nc, m16]
+        uint32_t* dy2_t = reinterpret_cast<uint32_t*>(base);           // [pairs, m16]
+        uint16_t* band = reinterpret_cast<uint16_t*>(base + ws.dy_t);  // staged: [16][P][plane]
+        float* band2_t = base + ws.dy_t + ws.band;                     // [2][P][plane/2][cb16]
+        float* dwt = band2_t + ws.band_t;                              // [T, nc, m16]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {

@@ -207,13 +207,19 @@ void for_data_passes(const Problem& p, const Blocking& b, Src dy, Src w, float* 
   }
 }
 
+// Whether the bf16 weight gradient builds its pair band through a staged 16-channel band
+// (band_pairs): W strides above 2; up to 2 it is built straight from x (band_pairs_direct).
+inline bool bf16_band_staged(const TapGrid& tg) {
+  return tg.src_stride[2] > 2;
+}
+
 // backward_weight scratch of one slot, in floats. fp32: dy of a block in channels-last form, the
 // band's phase planes likewise, one band row of 16 channels (staging for the transposes), and
-// dwt. bf16 (pairs of positions): dy of the block on the grid, then as pairs channels-last; the
-// band of 16 channels, then its two parities of pairs channels-last; and dwt.
+// dwt. bf16 (pairs of positions): dy of the block as pairs channels-last; the band of 16
+// channels where bf16_band_staged; the band's two parities of pairs channels-last; and dwt.
 struct WeightScratch {
-  int64_t dy, dy_t, band, band_t, dwt;
-  int64_t total() const { return dy + dy_t + band + band_t + dwt; }
+  int64_t dy_t, band, band_t, dwt;
+  int64_t total() const { return dy_t + band + band_t + dwt; }
 };
 
 inline WeightScratch weight_scratch(const ConvGeometry& g, const TapGrid& tg, int64_t cb,
@@ -221,11 +227,10 @@ inline WeightScratch weight_scratch(const ConvGeometry& g, const TapGrid& tg, in
   const int64_t plane = band_plane(tg, rows), m16 = round16(g.cout_g()), cols = rows * tg.Wp();
   const int64_t dwt = round16(tg.taps * cb * m16), P = tg.phases();
   if (!bf16)
-    return WeightScratch{0, round16(cols * m16), round16(16 * P * tg.Wp()), P * plane * round16(cb),
+    return WeightScratch{round16(cols * m16), round16(16 * P * tg.Wp()), P * plane * round16(cb),
                          dwt};
-  const int64_t pairs = ceil_div(cols, 2);
-  return WeightScratch{round16(g.cout_g() * pairs), round16(pairs * m16), round16(8 * P * plane),
-                       P * plane * round16(cb), dwt};
+  const int64_t staged = bf16_band_staged(tg) ? round16(8 * P * plane) : 0;
+  return WeightScratch{round16(ceil_div(cols, 2) * m16), staged, P * plane * round16(cb), dwt};
 }
 
 // The bf16 weight gradient's grid: the forward grid with an even row pitch (one more zero column
