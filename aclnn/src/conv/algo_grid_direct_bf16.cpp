@@ -187,18 +187,13 @@ void band_pairs_direct(const TapGrid& tg, const PairBand& pb, const uint16_t* x,
     if (tg.phase_rank[0][a] >= 0) a0s[n0++] = a;
   for (int64_t a = 0; a < std::min<int64_t>(tg.src_stride[1], 64); ++a)
     if (tg.phase_rank[1][a] >= 0) a1s[n1++] = a;
-  const int64_t count = tg.band_rows(r1 - r0), S1 = tg.src_size[1], S2 = tg.src_size[2];
+  const int64_t count = tg.band_rows(r1 - r0);
   // The source row of band row i in phase (p0, p1), -1 outside (or past the band); row i + 2's
   // is asked for while row i is built.
   const auto source_rows = [&](int64_t i, int64_t* out) {
-    const int64_t r = r0 + i;
     for (int64_t p0 = 0; p0 < n0; ++p0)
-      for (int64_t p1 = 0; p1 < n1; ++p1) {
-        const int64_t i0 = tg.src_stride[0] * (r / tg.Hp() + tg.lo[0]) + a0s[p0];
-        const int64_t i1 = tg.src_stride[1] * (r % tg.Hp() + tg.lo[1]) + a1s[p1];
-        const bool inside = i < count && i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < S1;
-        out[p0 * n1 + p1] = inside ? (i0 * S1 + i1) * S2 : -1;
-      }
+      for (int64_t p1 = 0; p1 < n1; ++p1)
+        out[p0 * n1 + p1] = i < count ? phase_source_row(tg, r0 + i, a0s[p0], a1s[p1]) : -1;
   };
   source_rows(0, rows[0]);
   source_rows(1, rows[1]);
@@ -287,19 +282,15 @@ void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_
 
 // The source elements (of a channel) the band of grid rows [r0, r1) reads: [lo, hi).
 std::pair<int64_t, int64_t> band_span(const TapGrid& tg, int64_t r0, int64_t r1) {
-  const int64_t S1 = tg.src_size[1], S2 = tg.src_size[2];
   int64_t lo = INT64_MAX, hi = 0;
-  for (int64_t i = 0; i < tg.band_rows(r1 - r0); ++i) {
-    const int64_t r = r0 + i;
+  for (int64_t i = 0; i < tg.band_rows(r1 - r0); ++i)
     for (int64_t a0 = 0; a0 < std::min<int64_t>(tg.src_stride[0], 64); ++a0)
       for (int64_t a1 = 0; a1 < std::min<int64_t>(tg.src_stride[1], 64); ++a1) {
-        const int64_t i0 = tg.src_stride[0] * (r / tg.Hp() + tg.lo[0]) + a0;
-        const int64_t i1 = tg.src_stride[1] * (r % tg.Hp() + tg.lo[1]) + a1;
-        if (i0 < 0 || i0 >= tg.src_size[0] || i1 < 0 || i1 >= S1) continue;
-        lo = std::min(lo, (i0 * S1 + i1) * S2);
-        hi = std::max(hi, (i0 * S1 + i1 + 1) * S2);
+        const int64_t at = phase_source_row(tg, r0 + i, a0, a1);
+        if (at < 0) continue;
+        lo = std::min(lo, at);
+        hi = std::max(hi, at + tg.src_size[2]);
       }
-  }
   return {std::min(lo, hi), hi};
 }
 

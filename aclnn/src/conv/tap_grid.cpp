@@ -271,10 +271,10 @@ void band_row(const TapGrid& tg, const RowPlan& rp, const Copier& copier, int64_
   for (int64_t p0 = 0; p0 < rp.n0; ++p0)
     for (int64_t p1 = 0; p1 < n1; ++p1) {
       T* base = dst + (p0 * n1 + p1) * n2 * phase_stride;
-      const int64_t i0 = tg.src_stride[0] * (r / Hp + tg.lo[0]) + rp.a0s[p0];
+      const int64_t at = phase_source_row(tg, r, rp.a0s[p0], rp.a1s[p1]);
+      const bool inside = at >= 0;
       const int64_t i1 = tg.src_stride[1] * (r % Hp + tg.lo[1]) + rp.a1s[p1];
-      const bool inside = i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < S1;
-      const int64_t row = chan + (inside ? (i0 * S1 + i1) * S2 : 0);
+      const int64_t row = chan + (inside ? at : 0);
       // The source row two grid rows on (the same phase) is asked for, so the next call finds it
       // in cache: strided bands read phases x channels source rows, too many streams for the
       // hardware prefetcher (unit-stride bands were not measured slow without).

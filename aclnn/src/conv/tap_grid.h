@@ -98,6 +98,15 @@ inline InPlaceX in_place_layout(const ConvGeometry& g) {
 void build_band(const TapGrid& tg, const Source& src, int64_t src_cstride, int64_t channels,
                 int64_t r0, int64_t rows, int64_t plane, float* band);
 
+// The source offset (element of one channel) of grid row r's source row in phase (a0, a1) of
+// the D and H strides, or -1 where that row lies outside the source.
+inline int64_t phase_source_row(const TapGrid& tg, int64_t r, int64_t a0, int64_t a1) {
+  const int64_t i0 = tg.src_stride[0] * (r / tg.Hp() + tg.lo[0]) + a0;
+  const int64_t i1 = tg.src_stride[1] * (r % tg.Hp() + tg.lo[1]) + a1;
+  const bool inside = i0 >= 0 && i0 < tg.src_size[0] && i1 >= 0 && i1 < tg.src_size[1];
+  return inside ? (i0 * tg.src_size[1] + i1) * tg.src_size[2] : -1;
+}
+
 // One band row: dst[c * dst_cstride + phase * phase_stride + col] for col < Wp = phase plane row r
 // of source channel c, for c < channels and every phase (build_band's rows), converted to fp32;
 // or, for the bf16 dot kernels, the bf16 bits copied as they are.
