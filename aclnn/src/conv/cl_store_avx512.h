@@ -9,20 +9,6 @@
 
 #include "gemm/avx512_util.h"
 
-// The store helpers are forced inline into every row kernel (see cl_transpose16), except under
-// AddressSanitizer: there, clang 14 took over 15 minutes (against 11) for cl_direct_avx512.cpp's
-// instantiations with them inlined, and speed does not matter.
-#if defined(__SANITIZE_ADDRESS__)
-#define ACLNN_CL_STORE_INLINE static inline
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ACLNN_CL_STORE_INLINE static inline
-#endif
-#endif
-#ifndef ACLNN_CL_STORE_INLINE
-#define ACLNN_CL_STORE_INLINE __attribute__((always_inline)) static inline
-#endif
-
 namespace aclnn_cpu::conv {
 
 // out[o * ld_out + u * os] = v[o][u] for o < nch, u < ur: contiguous, every other element (a
@@ -54,8 +40,7 @@ static inline void cl_store_rows(const __m512* v, int64_t ur, float* out, int64_
 // runtime channel loop above spills v to the stack and reloads it: bf16 stride2's phases spent
 // ~8% of their tile time there, perf, Zen 4).
 template <int UR>
-ACLNN_CL_STORE_INLINE void cl_store_rows16(const __m512* v, float* out, int64_t ld_out,
-                                           int64_t os) {
+ACLNN_AVX512_INLINE void cl_store_rows16(const __m512* v, float* out, int64_t ld_out, int64_t os) {
   if (os == 1) {
     const __mmask16 m = gemm::first_lanes(UR);
 #pragma GCC unroll 16
@@ -74,51 +59,15 @@ ACLNN_CL_STORE_INLINE void cl_store_rows16(const __m512* v, float* out, int64_t 
   }
 }
 
-// gemm::transpose16 with every loop unrolled: r[i] holds row i on entry and column i on exit.
-// GCC 12 at -O2 leaves gemm::transpose16's loops rolled, so its arrays live on the stack (a
-// transpose and 16 masked stores took 208 cycles, this 71; Zen 4, 1 thread, a loop of them), and
-// the row kernels pay it once per tile (cl_direct_bf16 stride2: ~290 cycles per tile besides the
-// dot products, against 1800-7200 of them).
-ACLNN_CL_STORE_INLINE void cl_transpose16(__m512 (&r)[16]) {
-  __m512 t[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < 16; i += 4) {
-    const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
-    const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
-    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    const __m512 a = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
-    const __m512 b = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
-    const __m512 c = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
-    const __m512 d = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
-    t[j] = _mm512_shuffle_f32x4(a, c, 0x88);
-    t[8 + j] = _mm512_shuffle_f32x4(a, c, 0xdd);
-    t[4 + j] = _mm512_shuffle_f32x4(b, d, 0x88);
-    t[12 + j] = _mm512_shuffle_f32x4(b, d, 0xdd);
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
-}
-
 // acc[u] = the 16 output channels at position u < UR of a tile -> out[o * ld_out + u * os] for
 // o < nch: a 16 x 16 transpose (positions past UR zero), then cl_store_rows.
 template <int UR>
-ACLNN_CL_STORE_INLINE void cl_store_tile(const __m512 (&acc)[UR], float* out, int64_t ld_out,
-                                         int64_t nch, int64_t os) {
+ACLNN_AVX512_INLINE void cl_store_tile(const __m512 (&acc)[UR], float* out, int64_t ld_out,
+                                       int64_t nch, int64_t os) {
   __m512 v[16];
 #pragma GCC unroll 16
   for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
-  cl_transpose16(v);
+  gemm::transpose16(v);
   if (nch == 16 && (os == 1 || os == 2)) {
     cl_store_rows16<UR>(v, out, ld_out, os);
   } else {
