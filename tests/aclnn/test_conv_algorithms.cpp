@@ -204,6 +204,23 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
              line.size() > 3 && line.compare(line.size() - 3, 3, " ms") == 0;
     if (plan) {
       EXPECT_NE(line.find(isa), std::string::npos) << line << " (expected" << isa << ")";
+      // The blocking the algorithm chose, e.g. "blocking=cblock:64 rows:16 cols:1 ranges:2
+      // chunk:0": every field a non-negative count, cblock/cols/ranges at least 1 (ConvTbc's
+      // per-tap GEMMs: "blocking=per-tap-gemms").
+      long cblock = -1, rows = -1, cols = -1, ranges = -1, chunk = -1;
+      const size_t b = line.find(",blocking=");
+      ASSERT_NE(b, std::string::npos) << line;
+      const bool tbc = line.find(",tbc_") != std::string::npos;
+      EXPECT_EQ(tbc, line.find(",blocking=per-tap-gemms,") != std::string::npos) << line;
+      if (!tbc) {
+        ASSERT_EQ(std::sscanf(line.c_str() + b,
+                              ",blocking=cblock:%ld rows:%ld cols:%ld ranges:%ld chunk:%ld",
+                              &cblock, &rows, &cols, &ranges, &chunk),
+                  5)
+            << line;
+      }
+      EXPECT_TRUE(tbc || (cblock >= 1 && rows >= 0 && cols >= 1 && ranges >= 1 && chunk >= 0))
+          << line;
       // The arithmetic it runs: bf16 pairs only where the dot kernels run (ACLNN_CPU_BF16_DOT).
       const bool f32 = line.find(" f32,threads=") != std::string::npos,
                  f64 = line.find(" f64,threads=") != std::string::npos,

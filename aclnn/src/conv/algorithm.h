@@ -11,8 +11,8 @@
 // task arena, using only that scratch. The planner takes the first applicable and preferred
 // algorithm of the list; ACLNN_CPU_CONV_ALGO=name[,name...] forces the named ones wherever they
 // apply (lifting cost rules, so every path can be tested on small problems), and
-// ACLNN_CPU_VERBOSE=1 prints each choice, its reason, its workspace and, in phase 2, its time
-// (one line per primitive on stderr, like DNNL_VERBOSE).
+// ACLNN_CPU_VERBOSE=1 prints each choice, its reason, its blocking, its workspace and, in phase 2,
+// its time (one line per primitive on stderr, like DNNL_VERBOSE).
 //
 // Threading (all algorithms): work is split into independent oneTBB tasks; each task indexes its
 // scratch by tbb::this_task_arena::current_thread_index(), so `run` must execute inside an arena

@@ -231,6 +231,14 @@ void plan_workspace(Plan& p) {
   p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
 }
 
+// How a choice splits its work (Blocking's fields; chunk: samples per run, 0 = all), e.g.
+// "cblock:64 rows:16 cols:1 ranges:2 chunk:0".
+std::string describe_blocking(const Blocking& b, int64_t chunk) {
+  return "cblock:" + std::to_string(b.cblock) + " rows:" + std::to_string(b.rows) +
+         " cols:" + std::to_string(b.cols) + " ranges:" + std::to_string(b.ranges) +
+         " chunk:" + std::to_string(chunk);
+}
+
 void print_plan(const char* api, const Plan& p) {
   const std::string geo = describe(p.job.g);
   for (int i = 0; i < kPrimitiveCount; ++i) {
@@ -238,13 +246,18 @@ void print_plan(const char* api, const Plan& p) {
     const bool tbc = p.tbc != TbcMode::kNone;
     const char* name = tbc ? tbc_name(p.tbc) : p.choice[i]->algo->name;
     const std::string why = tbc ? "time-major 1-d views" : p.choice[i]->why;
+    // ConvTbc's per-tap GEMMs split time steps by their own rule (tbc_gemm.h).
+    const std::string blocking =
+        tbc ? "per-tap-gemms" : describe_blocking(p.choice[i]->b, p.chunk[i]);
     // What the products are computed on: double, bf16 pairs (the dot kernels), or fp32.
     const bool bf16 = tbc ? p.tbc == TbcMode::kBf16 : p.choice[i]->bf16;
     const char* math = p.problem.fp64 ? "f64" : bf16 ? "bf16" : "f32";
-    std::fprintf(
-        stderr, "aclnn_cpu_verbose,plan,%s,%s,%s,%s %s,threads=%d,workspace=%llu,isa=%s,%s\n", api,
-        primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), math, p.problem.slots,
-        static_cast<unsigned long long>(p.bytes), gemm::isa_name(p.problem.isa), why.c_str());
+    std::fprintf(stderr,
+                 "aclnn_cpu_verbose,plan,%s,%s,%s,%s %s,threads=%d,workspace=%llu,isa=%s,"
+                 "blocking=%s,%s\n",
+                 api, primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), math,
+                 p.problem.slots, static_cast<unsigned long long>(p.bytes),
+                 gemm::isa_name(p.problem.isa), blocking.c_str(), why.c_str());
   }
 }
 
