@@ -142,12 +142,14 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o
 // converted a sample at a time, x [cblock, S_in], into the slot and then read the same way, and dy
 // [Cog, block positions] likewise (Zen 4, 1 thread, backward_weight ms, band / in place:
 // grouped/f16 14.97 / 9.40, stride2/usefp16 63.1 / 47.3, mnist2/f16 11.48 / 10.17). Taken while
-// the slots' copies stay within x's own element count (1 byte an element: float8), so the
-// workspace bound holds; larger samples keep the converting band.
+// the slots' copies stay within the element count of the largest tensor, x or dy (1 byte an
+// element: float8), so the workspace bound holds; larger samples keep the converting band.
+// Bounded by x alone, c3d_video at 2 threads (dy twice x) kept the band: backward_weight f16
+// 112.7 ms vs fp32's 96.7 (Zen 4).
 bool converts_x_in_place(const Problem& p, int64_t cblock) {
   const ConvGeometry& g = p.g;
-  return p.converts && p.avx512() &&
-         4 * p.slots * round16(cblock * g.in_size()) <= g.N * g.C_in * g.in_size();
+  const int64_t largest = g.N * std::max(g.C_in * g.in_size(), g.C_out * g.out_size());
+  return p.converts && p.avx512() && 4 * p.slots * round16(cblock * g.in_size()) <= largest;
 }
 // Its slot part: the stage of a block's dy [Cog, positions], then a sample's x [cblock, S_in].
 int64_t converted_stage_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {

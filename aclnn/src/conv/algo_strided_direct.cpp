@@ -225,17 +225,28 @@ void build_x_t(const ConvGeometry& g, const Frame& f, const Source& x, int64_t n
   }
 }
 
+// `follows`: x_s holds the block of plane od - 1 with the same rows, whose planes kd + s0/dil0
+// are this block's planes kd (s0 < k0 * dil0, dil0 dividing s0): those are copied within x_s (L2)
+// instead of converted again from x (ct3d, s0 = 2, k0 = 3: a third of the planes).
 void build_x_slab(const ConvGeometry& g, const Frame& f, const Source& x, int64_t nc, int64_t od,
-                  int64_t ih0, float* x_s) {
+                  int64_t ih0, bool follows, float* x_s) {
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2], ldc = slab_layout(g, f).ldc;
   const int64_t lo = std::max<int64_t>(0, -ih0), hi = std::min(f.Rx, H - ih0);
   if (hi <= lo) return;
+  const int64_t shift = g.stride[0] % g.dil[0] == 0 ? g.stride[0] / g.dil[0] : g.k[0];
   for (int64_t kd = 0; kd < g.k[0]; ++kd) {
     const int64_t id = g.stride[0] * od - g.pad_before[0] + kd * g.dil[0];
     if (id < 0 || id >= D) continue;
-    for (int64_t c = 0; c < nc; ++c)  // the block's rows of a plane are one run of x
-      x.at(c * g.in_size() + (id * H + ih0 + lo) * W)
-          .convert((hi - lo) * W, 1, x_s + c * ldc + (kd * f.Rx + lo) * W);
+    const int64_t n = (hi - lo) * W;  // the block's rows of a plane are one run of x
+    float* dst = x_s + (kd * f.Rx + lo) * W;
+    if (follows && kd + shift < g.k[0]) {
+      const float* src = x_s + ((kd + shift) * f.Rx + lo) * W;
+      for (int64_t c = 0; c < nc; ++c)
+        std::memcpy(dst + c * ldc, src + c * ldc, static_cast<size_t>(n) * sizeof(float));
+      continue;
+    }
+    for (int64_t c = 0; c < nc; ++c)
+      x.at(c * g.in_size() + (id * H + ih0 + lo) * W).convert(n, 1, dst + c * ldc);
   }
 }
 
@@ -287,8 +298,13 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         for (int64_t n = n0; n < n1; ++n) {
           const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
           const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
-          for (int64_t od = 0; od < g.out[0]; ++od)
-            for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
+          // Converting (slab): the planes inner, so each block follows the same rows of the
+          // plane before and reuses the x planes they share.
+          const int64_t outer = slab ? ceil_div(g.out[1], f.rows) : g.out[0];
+          const int64_t inner = slab ? g.out[0] : ceil_div(g.out[1], f.rows);
+          for (int64_t i_out = 0; i_out < outer; ++i_out)
+            for (int64_t i_in = 0; i_in < inner; ++i_in) {
+              const int64_t od = slab ? i_in : i_out, o1 = (slab ? i_out : i_in) * f.rows;
               const int64_t r = std::min(f.rows, g.out[1] - o1);
               // fp32 dy read in place: the block's rows are contiguous in dy, so dy_t is one
               // transpose with rows out[2] apart (the kernel steps x by its own layout).
@@ -302,7 +318,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
               }
               if (in_place) {
                 const int64_t ih0 = g.stride[1] * o1 - g.pad_before[1];
-                if (slab) build_x_slab(g, f, x, nc, od, ih0, x_s);
+                if (slab) build_x_slab(g, f, x, nc, od, ih0, /*follows=*/od > 0, x_s);
                 const float* xs = static_cast<const float*>(x.data);
                 for_block_runs(g, od, o1, r, kCallPositionsInPlace, pitch,
                                [&](int64_t i, int64_t j, const WeightRuns& runs) {
