@@ -317,6 +317,23 @@ WeightAhead ahead_of(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t
   return a;
 }
 
+// Grid rows per block of the weight gradient: b.rows, or up to the band's halo (band_rows(0)
+// rows: a 3d kernel's depth reach) where the slot the plan sized holds them. A block's band is its
+// rows plus that halo, built again for every block: c3d_video's 35-row blocks (the planner's
+// 512 KB budget for dy) built 153 band rows each, 4.4 times over, band_chunk ~11% of the weight
+// gradient (perf, Zen 4). The slot is sized for the fp32 run as well (its x copy of a sample,
+// converts_x_in_place), so the bf16 run usually finds the room.
+int64_t weight_block_rows(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {
+  const int64_t want = std::min(tg.rows(), std::max(b.rows, tg.band_rows(0)));
+  int64_t rows = b.rows;
+  for (int64_t r = want; r > b.rows; r = r * 7 / 8)
+    if (weight_scratch(g, tg, b.cblock, r, true).total() <= b.slot_elems) {
+      rows = r;
+      break;
+    }
+  return rows;
+}
+
 }  // namespace
 
 void forward_bf16(const Problem& p, const Blocking& b, const Operands<float>& o) {
@@ -367,7 +384,8 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
   const TapGrid tg = weight_grid_bf16(g);
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), rows = g.col_rows(), T = tg.taps;
   const int64_t S_in = g.in_size(), S_out = g.out_size(), m16 = round16(Cog);
-  const int64_t plane = band_plane(tg, b.rows), cb16 = round16(b.cblock), P = tg.phases();
+  const int64_t rows_b = weight_block_rows(g, tg, b);
+  const int64_t plane = band_plane(tg, rows_b), cb16 = round16(b.cblock), P = tg.phases();
   // Tap offsets into band2_t, in 32-bit units: the parity of the shift picks the copy.
   const int64_t* off = nullptr;
   const GridTap* taps = load_taps(g, tg, plane, o.shared, &off);
@@ -382,7 +400,7 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
   const PairBand pb = pair_band(tg, taps, plane, cb16);
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
-        const WeightScratch ws = weight_scratch(g, tg, b.cblock, b.rows, true);
+        const WeightScratch ws = weight_scratch(g, tg, b.cblock, rows_b, true);
         float* base = slot_scratch(p, b, o);
         uint32_t* dy2_t = reinterpret_cast<uint32_t*>(base);           // [pairs, m16]
         uint16_t* band = reinterpret_cast<uint16_t*>(base + ws.dy_t);  // staged: [16][P][plane]
@@ -390,8 +408,8 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
         float* dwt = band2_t + ws.band_t;                              // [T, nc, m16]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         for (int64_t n = n0; n < n1; ++n) {
-          for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
-            const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
+          for (int64_t r0 = 0; r0 < tg.rows(); r0 += rows_b) {
+            const int64_t r1 = std::min(tg.rows(), r0 + rows_b);
             dy_pairs(tg, o.y16 + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16, dy2_t);
             const uint16_t* x = o.x16 + (n * g.C_in + grp * Cig + c0) * S_in;
             uint32_t* b2 = reinterpret_cast<uint32_t*>(band2_t);
@@ -408,7 +426,7 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
             if (nn < n1)
               ahead = ahead_of(tg, o.x16 + (nn * g.C_in + grp * Cig + c0) * S_in, S_in, nc,
                                o.y16 + (nn * g.C_out + grp * Cog) * S_out, S_out, Cog, nr0,
-                               std::min(tg.rows(), nr0 + b.rows));
+                               std::min(tg.rows(), nr0 + rows_b));
             weight_block(tg, r0, r1, m16, nc, T, off, box,
                          reinterpret_cast<const uint32_t*>(band2_t), cb16, dy2_t, dwt, &ahead);
           }

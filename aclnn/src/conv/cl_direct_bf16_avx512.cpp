@@ -29,12 +29,26 @@ inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
+// acc + the lanes' pair dot of w with the unit *p broadcast from memory: vdpbf16ps's {1to16}
+// operand, one instruction where the intrinsics give two (GCC 12 does not fold the
+// _mm512_set1_epi32 of a load into it).
+inline __m512 dot2_from(__m512 acc, __m512i w, const uint32_t* p) {
+  asm("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
+  return acc;
+}
+
 // acc[u] (16 output channels at output u of the tile) += sum over tap rows t, channel pairs c2,
 // row taps k of W2[t][c2][k] . src2[c2][row t][col0 + (u + k) * CS] (one vdpbf16ps per term:
 // both channels of the pair). Source column p = u + k is dotted into the (up to KW) accumulators
 // it reaches; p outside [plo, phi) is padding and skipped. kGuard 0: no test (an interior tile);
 // 1: the first and last KW - 1 columns are tested (a row's edge within the kernel's reach); 2:
 // every column.
+//
+// KW <= 2 (stride 2's phases: 1 or 2 taps a row) broadcasts each unit from memory in its dot
+// products (dot2_from): with KW = 1 a broadcast per dot, the separate vpbroadcastd doubled the
+// instructions (stride2, Zen 4, 1 thread, backward_data min of 8-14 runs under load, ms, three
+// interleaved A/B runs: 17.54 / 16.92, 17.37 / 17.14, 17.32 / 16.87). KW = 3 keeps the broadcast
+// in a register for its three dots (dilated 16.79 vs 17.35 with the memory form, min of 10).
 template <int UR, int KW, int CS, int kGuard>
 inline void accumulate(__m512 (&acc)[UR], const ClRowBf16& r, int64_t plo, int64_t phi) {
   constexpr int P = UR + KW - 1;
@@ -51,8 +65,16 @@ inline void accumulate(__m512 (&acc)[UR], const ClRowBf16& r, int64_t plo, int64
       for (int p = 0; p < P; ++p) {
         if (kGuard == 2 && (p < plo || p >= phi)) continue;
         if (kGuard == 1 && ((p < KW - 1 && p < plo) || (p >= UR && p >= phi))) continue;
-        // The unit broadcast once into a register for its (up to KW) dot products: level with
-        // broadcasting it from memory in each (vdpbf16ps's {1to16} operand; Zen 4, 1 thread,
+        if constexpr (KW <= 2) {
+#pragma GCC unroll 8
+          for (int k = 0; k < KW; ++k) {
+            const int u = p - k;
+            if (u >= 0 && u < UR) acc[u] = dot2_from(acc[u], wv[k], src + at + p * CS);
+          }
+          continue;
+        }
+        // KW >= 3: the unit broadcast once into a register for its (up to KW) dot products: level
+        // with broadcasting it from memory in each (vdpbf16ps's {1to16} operand; Zen 4, 1 thread,
         // backward_data min of 3: resnet3x3 34.5 vs 34.9 ms, mnist2 4.83 vs 4.80, stride2
         // 17.9 vs 17.9).
         const __m512i xb = _mm512_set1_epi32(static_cast<int>(src[at + p * CS]));
