@@ -44,6 +44,11 @@ bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const floa
 bool dw_plane_forward_avx512(const ConvGeometry& g, float* y, const float* x, const float* w);
 bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
                                    int64_t dy_stride, const float* w, int64_t m);
+// total[q] += the weight-gradient sum of tap q over one (dy plane, x plane) pair of bf16 values
+// as stored, for the shapes of dw_plane_tap_sums_avx512, with vdpbf16ps on pairs of adjacent
+// output positions (depthwise_bf16_avx512.cpp; call only where bf16_dot_kernels()).
+bool dw_plane_tap_sums_bf16_avx512(const ConvGeometry& g, const uint16_t* dy, const uint16_t* x,
+                                   double* total);
 // The same three plane kernels for AVX2 + FMA CPUs (depthwise_avx2.cpp; call only when
 // gemm::isa() is at least kAvx2), for the same shapes.
 bool dw_plane_tap_sums_avx2(const ConvGeometry& g, const float* dy, const float* x, double* total);
