@@ -355,7 +355,7 @@ void depthwise_backward(const ConvGeometry& g, const DwBackward& b) {
   FusedPass f{g, b, m, K, g.in_size(), g.out_size(), fused_slot_stride(g)};
   // Scratch: [weights as fp32 | slot 0 | slot 1 ...], a slot [m dy planes | x plane | dx plane].
   f.w = static_cast<const float*>(b.w.data);
-  f.slot0 = b.scratch + (g.C_out * K + 15) / 16 * 16;
+  if (b.scratch) f.slot0 = b.scratch + (g.C_out * K + 15) / 16 * 16;  // (none: fp32 in and out)
   if (b.w.kind != SrcKind::kF32) {
     b.w.convert(g.C_out * K, 1, b.scratch);
     f.w = b.scratch;
