@@ -1,12 +1,15 @@
 #include "conv/depthwise.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include "conv/algo_support.h"
+#include "conv/direct_grid.h"
 #include "gemm/sgemm.h"
+#include "meta.h"
 #include "target_clones.h"
 
 namespace aclnn_cpu::conv {
@@ -107,6 +110,18 @@ ACLNN_CLONES float tap_dot(const float* __restrict y, const float* __restrict x,
   return s;
 }
 
+// sum_i p[i] in double: 16 lanes added element-wise, then the lanes in order (deterministic).
+ACLNN_CLONES double plane_sum(const float* __restrict p, int64_t n) {
+  double lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += static_cast<double>(p[i + l]);
+  for (int l = 0; i < n; ++i, ++l) lanes[l] += static_cast<double>(p[i]);
+  double acc = 0.0;
+  for (int l = 0; l < 16; ++l) acc += lanes[l];
+  return acc;
+}
+
 // Unit W stride on AVX-512 CPUs: explicit masked-vector loops; otherwise the cloned C++ loops.
 void tap_gather_any(float* y, const float* x, float a, const Tap& t) {
   if (t.stride[2] == 1 && gemm::have_avx512()) return dw_tap_gather_avx512(y, x, a, t);
@@ -204,7 +219,7 @@ void depthwise_backward_weight(const ConvGeometry& g, const DwInput& x, const Dw
   const int64_t m = g.cout_g(), K = g.k_size(), S_in = g.in_size(), S_out = g.out_size();
   // Batch outer, taps inner, so each plane pair is read from memory once while it sits in L1/L2;
   // the taps' running sums live on the stack, in groups of kTapGroup for very large kernels.
-  constexpr int64_t kTapGroup = 128;
+  constexpr int64_t kTapGroup = kDepthwiseTapGroup;
   parallel(g.C_out, [&](int64_t o) {
     float* dwo = dw + o * K;
     for (int64_t q = 0; q < K; ++q) dwo[q] = 0.0f;
@@ -225,44 +240,151 @@ void depthwise_backward_weight(const ConvGeometry& g, const DwInput& x, const Dw
   });
 }
 
-void depthwise_backward(const ConvGeometry& g, const float* x, const float* dy, const float* w,
-                        float* dx, float* dw) {
+namespace {
+
+// The per-slot floats of the fused pass: the group's m dy planes, an x plane, a dx plane.
+int64_t fused_slot_stride(const ConvGeometry& g) {
+  return (g.cout_g() * g.out_size() + 2 * g.in_size() + 15) / 16 * 16;
+}
+bool dx_in_place(const View5& dx) {
+  return usable_in_place<float>(dx, Round::kNone);
+}
+
+// Asks for bytes [p, p + n) to be brought into L2 (for writing, if `write`), a line at a time.
+void prefetch_l2(const void* p, int64_t n, bool write) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t i = 0; i < n; i += 64) {
+    if (write) {
+      __builtin_prefetch(c + i, 1, 2);
+    } else {
+      __builtin_prefetch(c + i, 0, 2);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t depthwise_fused_scratch(const ConvGeometry& g, int slots, bool converts, const View5& dx) {
+  if (!converts && dx_in_place(dx)) return 0;
+  return (g.C_out * g.k_size() + 15) / 16 * 16 + fused_slot_stride(g) * slots;
+}
+
+namespace {
+
+// One task's work of depthwise_backward: group c of sample n (its m dy planes, x and dx planes),
+// reading the inputs as stored.
+struct FusedPass {
+  const ConvGeometry& g;
+  const DwBackward& b;
+  int64_t m, K, S_in, S_out, stride;  // stride: floats per slot
+  const float* w = nullptr;           // [C_out, K] fp32
+  float* slot0 = nullptr;             // slot s at slot0 + s * stride
+  DwInput dy = {}, x = {};            // as fp32 planes (the slot's first two parts)
+  bool rounded_f32 = false;           // dy is fp32 rounded as read: db from the stored plane
+  bool bf16_dot = false;              // bf16 x and dy: the tap sums take them as stored
+  float* dx_dense = nullptr;          // dx as a dense fp32 tensor, or null
+  int64_t dx_bytes = 0;               // a dense dx written from the slot: its element bytes
+
+  // The next sample's planes lie C_in (C_out) planes further: each a short stream the hardware
+  // prefetcher would only catch up with midway, so fetch them while this one runs.
+  void prefetch(int64_t n, int64_t c) const {
+    const int64_t xn = (n * g.C_in + c) * S_in, dyn = (n * g.C_out + c * m) * S_out;
+    prefetch_l2(b.x.at(xn).data, S_in * int64_t(b.x.elem_bytes()), false);
+    prefetch_l2(b.dy.at(dyn).data, m * S_out * int64_t(b.dy.elem_bytes()), false);
+    if (dx_bytes > 0) prefetch_l2(b.dx->origin() + xn * dx_bytes, S_in * dx_bytes, true);
+  }
+
+  // total[j, q] += sum_p dy[n, cm + j, p] * x[n, c, p * s - pad + q * dil] for the m planes:
+  // with the bf16 dot kernel on the stored planes, else on fp32 ones (x converted here).
+  void weight_sums(int64_t n, int64_t c, const float* dyc, double* total) const {
+    const int64_t x_at = (n * g.C_in + c) * S_in, dy_at = (n * g.C_out + c * m) * S_out;
+    if (bf16_dot) {
+      const auto* x16 = static_cast<const uint16_t*>(b.x.data) + x_at;
+      const auto* dy16 = static_cast<const uint16_t*>(b.dy.data) + dy_at;
+      bool done = true;
+      for (int64_t j = 0; j < m && done; ++j)
+        done = dw_plane_tap_sums_bf16_avx512(g, dy16 + j * S_out, x16, total + j * K);
+      if (done) return;  // (a shape it refuses is refused for j = 0: nothing added)
+    }
+    const float* xc = x.get(x_at, S_in);
+    for (int64_t j = 0; j < m; ++j) {
+      const float* dyo = dyc + j * S_out;
+      if (tap_sums_fast(g, dyo, xc, total + j * K)) continue;
+      for_taps(g, [&](const Tap& tap) { total[j * K + tap.q] += tap_dot_any(dyo, xc, tap); });
+    }
+  }
+
+  // dx[n, c], the m planes' weight sums into total [m, K] and their bias sums into bias [m].
+  void sample(int64_t n, int64_t c, double* total, double* bias) const {
+    const int64_t dy_at = (n * g.C_out + c * m) * S_out;
+    const float* dyc = dy.get(dy_at, m * S_out);  // [m, S_out]
+    float* dxc = dx_dense ? dx_dense + (n * g.C_in + c) * S_in
+                          : slot0 + current_slot(b.slots) * stride + m * S_out + S_in;
+    if (!data_plane_fast(g, dxc, dyc, w + c * m * K, m)) {
+      for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
+      for (int64_t j = 0; j < m; ++j) {
+        const float* wo = w + (c * m + j) * K;
+        for_taps(g, [&](const Tap& t) { tap_scatter_any(dxc, dyc + j * S_out, wo[t.q], t); });
+      }
+    }
+    weight_sums(n, c, dyc, total);
+    // db[o] = sum_n sum_p dy[n, o, p], from the stored fp32 planes where dyc is rounded.
+    const float* exact = rounded_f32 ? static_cast<const float*>(b.dy.data) + dy_at : dyc;
+    if (b.db)
+      for (int64_t j = 0; j < m; ++j) bias[j] += plane_sum(exact + j * S_out, S_out);
+    if (dx_bytes == 2) {  // a dense fp16/bf16 dx: the plane rounded straight into it
+      narrow16(b.dx->dtype == ACL_BF16, dxc, S_in,
+               reinterpret_cast<uint16_t*>(b.dx->origin()) + (n * g.C_in + c) * S_in);
+    } else if (!dx_dense) {  // dx[n, c] into its view (dtype, strides)
+      View5 plane = *b.dx;
+      plane.offset += n * plane.strides[0] + c * plane.strides[1];
+      plane.dims[0] = plane.dims[1] = 1;
+      unpack(dxc, plane);
+    }
+  }
+};
+
+}  // namespace
+
+void depthwise_backward(const ConvGeometry& g, const DwBackward& b) {
   // Both gradients in one pass: task c walks the batch; for each sample its dy planes (the m
   // output channels of group c) are read once, while hot in L1/L2, for the data gradient of
   // dx[n, c] and for the weight-gradient sums of those channels (batch order, double).
-  const int64_t m = g.cout_g(), K = g.k_size(), S_in = g.in_size(), S_out = g.out_size();
-  constexpr int64_t kTapGroup = 128;
-  const bool fits = m * K <= kTapGroup;  // else: the separate kernels (tap sums on the stack)
-  if (!fits) {
-    depthwise_backward_data(g, dw_fp32(dy), w, dx);
-    depthwise_backward_weight(g, dw_fp32(x), dw_fp32(dy), dw);
-    return;
+  if (!depthwise_fuses(g)) throw std::logic_error("depthwise_backward: tap sums exceed the stack");
+  const int64_t m = g.cout_g(), K = g.k_size();
+  FusedPass f{g, b, m, K, g.in_size(), g.out_size(), fused_slot_stride(g)};
+  // Scratch: [weights as fp32 | slot 0 | slot 1 ...], a slot [m dy planes | x plane | dx plane].
+  f.w = static_cast<const float*>(b.w.data);
+  if (b.scratch) f.slot0 = b.scratch + (g.C_out * K + 15) / 16 * 16;  // (none: fp32 in and out)
+  if (b.w.kind != SrcKind::kF32) {
+    b.w.convert(g.C_out * K, 1, b.scratch);
+    f.w = b.scratch;
   }
+  auto input = [&](const Source& s, int64_t at) {
+    DwInput in;
+    if (s.kind == SrcKind::kF32) return dw_fp32(static_cast<const float*>(s.data));
+    in.src = s, in.slots = f.slot0 + at, in.slot_elems = f.stride, in.nslots = b.slots;
+    return in;
+  };
+  f.dy = input(b.dy, 0), f.x = input(b.x, m * f.S_out);
+  f.rounded_f32 = b.dy.kind == SrcKind::kF32Hf32 || b.dy.kind == SrcKind::kF32Fp16;
+  f.bf16_dot = b.x.kind == SrcKind::kBF16 && b.dy.kind == SrcKind::kBF16 && bf16_dot_kernels();
+  f.dx_dense = dx_in_place(*b.dx) ? reinterpret_cast<float*>(b.dx->origin()) : nullptr;
+  // (fetching an fp32 dx written in place ahead measured no gain)
+  f.dx_bytes = !f.dx_dense && b.dx->contiguous() ? int64_t(dtype_size(b.dx->dtype)) : 0;
   parallel(g.C_in, [&](int64_t c) {
-    double total[kTapGroup];
+    double total[kDepthwiseTapGroup], bias[kDepthwiseTapGroup];
     std::fill(total, total + m * K, 0.0);
+    std::fill(bias, bias + m, 0.0);
     for (int64_t n = 0; n < g.N; ++n) {
-      const float* xc = x + (n * g.C_in + c) * S_in;
-      float* dxc = dx + (n * g.C_in + c) * S_in;
-      const bool dx_done =
-          data_plane_fast(g, dxc, dy + (n * g.C_out + c * m) * S_out, w + c * m * K, m);
-      if (!dx_done)
-        for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
-      for (int64_t j = 0; j < m; ++j) {
-        const int64_t o = c * m + j;
-        const float* dyo = dy + (n * g.C_out + o) * S_out;
-        const float* wo = w + o * K;
-        const bool sums_done = tap_sums_fast(g, dyo, xc, total + j * K);
-        if (dx_done && sums_done) continue;
-        for_taps(g, [&](const Tap& tap) {
-          if (!dx_done) tap_scatter_any(dxc, dyo, wo[tap.q], tap);
-          if (!sums_done) total[j * K + tap.q] += tap_dot_any(dyo, xc, tap);
-        });
-      }
+      if (n + 1 < g.N) f.prefetch(n + 1, c);
+      f.sample(n, c, total, bias);
     }
-    for (int64_t j = 0; j < m; ++j)
+    for (int64_t j = 0; j < m; ++j) {
       for (int64_t q = 0; q < K; ++q)
-        dw[(c * m + j) * K + q] = static_cast<float>(total[j * K + q]);
+        b.dw[(c * m + j) * K + q] = static_cast<float>(total[j * K + q]);
+      if (b.db) b.db[c * m + j] = static_cast<float>(bias[j]);
+    }
   });
 }
 

@@ -12,6 +12,7 @@
 
 #include "conv/geometry.h"
 #include "conv/source.h"
+#include "conv/strided.h"
 
 namespace aclnn_cpu::conv {
 
@@ -43,6 +44,11 @@ bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const floa
 bool dw_plane_forward_avx512(const ConvGeometry& g, float* y, const float* x, const float* w);
 bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
                                    int64_t dy_stride, const float* w, int64_t m);
+// total[q] += the weight-gradient sum of tap q over one (dy plane, x plane) pair of bf16 values
+// as stored, for the shapes of dw_plane_tap_sums_avx512, with vdpbf16ps on pairs of adjacent
+// output positions (depthwise_bf16_avx512.cpp; call only where bf16_dot_kernels()).
+bool dw_plane_tap_sums_bf16_avx512(const ConvGeometry& g, const uint16_t* dy, const uint16_t* x,
+                                   double* total);
 // The same three plane kernels for AVX2 + FMA CPUs (depthwise_avx2.cpp; call only when
 // gemm::isa() is at least kAvx2), for the same shapes.
 bool dw_plane_tap_sums_avx2(const ConvGeometry& g, const float* dy, const float* x, double* total);
@@ -92,8 +98,34 @@ void depthwise_backward_weight(const ConvGeometry& g, const DwInput& x, const Dw
                                float* dw);
 
 // Both at once (dx and dw), reading each dy plane once: what the engine runs when both are
-// requested.
-void depthwise_backward(const ConvGeometry& g, const float* x, const float* dy, const float* w,
-                        float* dx, float* dw);
+// requested, for the geometries depthwise_fuses accepts (a group's m * K weight-gradient sums
+// fit on the stack). The inputs are read as stored: fp32 in place, other kinds (fp16, bf16,
+// rounded fp32) converted a plane at a time into the calling thread's slot, so 16-bit inputs
+// stream half the bytes of fp32 ones. dx is written into its view: in place when it is dense
+// fp32, else each plane computed in the slot and stored in the view's dtype and strides.
+// dw [C_out, K] is dense fp32; so is db [C_out], the bias gradient (the sum of dy over the batch
+// and the plane, in double), summed only where asked (non-null) and depthwise_sums_bias(dy).
+struct DwBackward {
+  Source x, dy, w;
+  const View5* dx = nullptr;
+  float* dw = nullptr;
+  float* db = nullptr;
+  float* scratch = nullptr;  // depthwise_fused_scratch floats (null when that is 0)
+  int slots = 1;             // threads of the arena running it
+};
+inline constexpr int64_t kDepthwiseTapGroup = 128;  // weight-gradient sums on a task's stack
+inline bool depthwise_fuses(const ConvGeometry& g) {
+  return use_depthwise(g) && g.cout_g() * g.k_size() <= kDepthwiseTapGroup;
+}
+// Floats of scratch depthwise_backward needs: the weights converted once, and per slot the m dy
+// planes of a group, an x plane and a dx plane; 0 for dense fp32 in and out.
+int64_t depthwise_fused_scratch(const ConvGeometry& g, int slots, bool converts, const View5& dx);
+void depthwise_backward(const ConvGeometry& g, const DwBackward& b);
+// Whether depthwise_backward can sum the bias gradient from dy's exact values (gradBias is not
+// Cube work: no cubeMathType rounding): fp32 (the stored plane, rounded or not), fp16, bf16.
+inline bool depthwise_sums_bias(const Source& dy) {
+  return dy.kind == SrcKind::kF32 || dy.kind == SrcKind::kF32Hf32 || dy.kind == SrcKind::kF32Fp16 ||
+         dy.kind == SrcKind::kF16 || dy.kind == SrcKind::kBF16;
+}
 
 }  // namespace aclnn_cpu::conv

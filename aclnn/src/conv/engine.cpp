@@ -156,15 +156,15 @@ InputUse input_use(const Plan& p) {
   return u;
 }
 
-// Whether both gradients run as one fused depthwise pass (depthwise.h) on fp32 inputs as they
-// are (without a bias gradient to add to dx).
+// Whether both gradients run as one fused depthwise pass (depthwise.h) on the inputs as stored
+// (without a bias gradient to add to dx).
 bool fuses_depthwise(const Plan& p) {
   const ConvJob& j = p.job;
   auto depthwise = [&](int i) {
     return p.choice[i] && p.choice[i]->algo->name == std::string_view("depthwise_direct");
   };
-  return !p.problem.fp64 && !p.problem.converts && j.out_x && j.out_w && depthwise(1) &&
-         depthwise(2) && !(j.bias && j.bias->numel() > 0);
+  return !p.problem.fp64 && j.out_x && j.out_w && depthwise(1) && depthwise(2) &&
+         depthwise_fuses(j.g) && !(j.bias && j.bias->numel() > 0);
 }
 
 // Samples per run of a per-sample primitive whose output `v` is computed in the workspace: at
@@ -207,11 +207,13 @@ void plan_workspace(Plan& p) {
     p.choice[i] = choose_algorithm(static_cast<Primitive>(i), run_problem(p, Primitive(i)));
     scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
   }
-  // The fused depthwise pass computes dx whole.
-  if (fuses_depthwise(p) && p.chunk[1] > 0) {
+  // The fused depthwise pass writes dx plane by plane into its view: no dx buffer.
+  const bool fused = fuses_depthwise(p);
+  if (fused) {
     p.chunk[1] = 0;
-    p.choice[1] = choose_algorithm(Primitive::kBackwardData, p.problem);
-    scratch = std::max(scratch, scratch_bytes<T>(*p.choice[1], p.problem.slots));
+    const int64_t elems =
+        depthwise_fused_scratch(j.g, p.problem.slots, p.problem.converts, *j.out_x);
+    scratch = std::max(scratch, static_cast<unsigned __int128>(elems) * sizeof(T));
   }
   const InputUse use = input_use(p);
   Layout layout;
@@ -223,7 +225,7 @@ void plan_workspace(Plan& p) {
   p.y_raw = reserve_raw(layout, use.raw[2], j.y);
   p.bias = reserve<T>(layout, requested(j, 0) || requested(j, 1), j.bias, Round::kNone);
   p.out_y = reserve_output<T>(layout, j.out_y, p.chunk[0]);
-  p.out_x = reserve_output<T>(layout, j.out_x, p.chunk[1]);
+  p.out_x = fused ? kNotInWorkspace : reserve_output<T>(layout, j.out_x, p.chunk[1]);
   p.out_w = reserve<T>(layout, true, j.out_w, Round::kNone);
   p.out_bias = reserve<T>(layout, true, j.out_bias, Round::kNone);
   if (scratch > 0) p.scratch = layout.add(scratch);
@@ -424,26 +426,35 @@ void execute(const char* api, const Plan& p, char* ws) {
       per_sample(Primitive::kForward, j.out_y, p.out_y, g.C_out, g.out_size(), g.C_in, g.in_size());
     T* ox = bwd_data && p.chunk[1] == 0 ? buffer<T>(j.out_x, p.out_x, ws) : nullptr;
     T* ow = bwd_weight ? buffer<T>(j.out_w, p.out_w, ws) : nullptr;
-    bool fused = false;
+    T* ob = j.out_bias ? buffer<T>(j.out_bias, p.out_bias, ws) : nullptr;
+    bool fused = false, fused_bias = false;
     if constexpr (std::is_same_v<T, float>) {
       // Both gradients of a one-channel-per-group conv: one fused pass over dy (depthwise.h),
-      // on the fp32 inputs as stored (depthwise_direct reads sources).
+      // on the inputs as stored (depthwise_direct reads sources), dx stored into its view, and
+      // gradBias summed from the dy planes it reads where they are exact.
       fused = ox && ow && fuses_depthwise(p);
-      if (fused)
-        depthwise_backward(g, static_cast<const float*>(x_raw), static_cast<const float*>(y_raw),
-                           static_cast<const float*>(w_raw), ox, ow);
+      if (fused) {
+        float* scratch =
+            p.scratch != kNotInWorkspace ? reinterpret_cast<float*>(ws + p.scratch) : nullptr;
+        const Source dy = source(y_raw, j.y);
+        float* db =
+            ob && j.bias_sum_of == ConvJob::BiasOf::kY && depthwise_sums_bias(dy) ? ob : nullptr;
+        fused_bias = db != nullptr;
+        const auto t0 = std::chrono::steady_clock::now();
+        depthwise_backward(g, {source(x_raw, j.x), dy, source(w_raw, j.w), &*j.out_x, ow, db,
+                               scratch, p.problem.slots});
+        if (verbose()) print_exec(api, Primitive::kBackwardData, "depthwise_direct", ms_since(t0));
+      }
     }
     if (bwd_data && !fused)
       per_sample(Primitive::kBackwardData, j.out_x, p.out_x, g.C_in, g.in_size(), g.C_out,
                  g.out_size());
-    if (bwd_data && fused) finish(j.out_x, p.out_x, ox);
     if (ow && !fused)
       run_primitive<T>(api, p, Primitive::kBackwardWeight, ops(Primitive::kBackwardWeight, ow), ws);
     if (bwd_weight) finish(j.out_w, p.out_w, ow);
     if (j.out_bias) {
-      T* out = buffer<T>(j.out_bias, p.out_bias, ws);
-      if (out) channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), out);
-      finish(j.out_bias, p.out_bias, out);
+      if (ob && !fused_bias) channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), ob);
+      finish(j.out_bias, p.out_bias, ob);
     }
   });
 }
