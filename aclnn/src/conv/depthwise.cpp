@@ -110,18 +110,6 @@ ACLNN_CLONES float tap_dot(const float* __restrict y, const float* __restrict x,
   return s;
 }
 
-// sum_i p[i] in double: 16 lanes added element-wise, then the lanes in order (deterministic).
-ACLNN_CLONES double plane_sum(const float* __restrict p, int64_t n) {
-  double lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; ++l) lanes[l] += static_cast<double>(p[i + l]);
-  for (int l = 0; i < n; ++i, ++l) lanes[l] += static_cast<double>(p[i]);
-  double acc = 0.0;
-  for (int l = 0; l < 16; ++l) acc += lanes[l];
-  return acc;
-}
-
 // Unit W stride on AVX-512 CPUs: explicit masked-vector loops; otherwise the cloned C++ loops.
 void tap_gather_any(float* y, const float* x, float a, const Tap& t) {
   if (t.stride[2] == 1 && gemm::have_avx512()) return dw_tap_gather_avx512(y, x, a, t);
@@ -331,7 +319,7 @@ struct FusedPass {
     // db[o] = sum_n sum_p dy[n, o, p], from the stored fp32 planes where dyc is rounded.
     const float* exact = rounded_f32 ? static_cast<const float*>(b.dy.data) + dy_at : dyc;
     if (b.db)
-      for (int64_t j = 0; j < m; ++j) bias[j] += plane_sum(exact + j * S_out, S_out);
+      for (int64_t j = 0; j < m; ++j) bias[j] += sum_run_f32(exact + j * S_out, S_out);
     if (dx_bytes == 2) {  // a dense fp16/bf16 dx: the plane rounded straight into it
       narrow16(b.dx->dtype == ACL_BF16, dxc, S_in,
                reinterpret_cast<uint16_t*>(b.dx->origin()) + (n * g.C_in + c) * S_in);

@@ -54,6 +54,9 @@ void channel_sum(const View5& src, T* out);
 // acc[i] += p[i] for i < n, in double (channel_sum's step over one channels-last row; the fused
 // bias gradients call it on the rows they read).
 void add_run_f32(double* acc, const float* p, int64_t n);
+// sum of p[i] for i < n in double: 16 lanes added element-wise, then the lanes in order
+// (deterministic for a given n; the gradBias sums of channel_sum and the fused depthwise pass).
+double sum_run_f32(const float* p, int64_t n);
 
 // buf[n, c, s] += bias[c] for a dense [N, C, S] buffer.
 template <typename T>
