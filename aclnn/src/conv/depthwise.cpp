@@ -342,12 +342,8 @@ void depthwise_backward(const ConvGeometry& g, const DwBackward& b) {
   const int64_t m = g.cout_g(), K = g.k_size();
   FusedPass f{g, b, m, K, g.in_size(), g.out_size(), fused_slot_stride(g)};
   // Scratch: [weights as fp32 | slot 0 | slot 1 ...], a slot [m dy planes | x plane | dx plane].
-  f.w = static_cast<const float*>(b.w.data);
+  f.w = weights_f32(b.w, g.C_out * K, b.scratch);
   if (b.scratch) f.slot0 = b.scratch + (g.C_out * K + 15) / 16 * 16;  // (none: fp32 in and out)
-  if (b.w.kind != SrcKind::kF32) {
-    b.w.convert(g.C_out * K, 1, b.scratch);
-    f.w = b.scratch;
-  }
   auto input = [&](const Source& s, int64_t at) {
     DwInput in;
     if (s.kind == SrcKind::kF32) return dw_fp32(static_cast<const float*>(s.data));

@@ -185,7 +185,7 @@ bool float_kind(aclDataType d) {
 // tap's GEMM covers the chunk's rows whose source row exists. With `bias_out`, the task also sums
 // its dy rows into the bias gradient (in row order, as channel_sum does) just before the GEMMs
 // read them, so dy comes from memory once, not once more for a separate sum.
-void weight_gradient(const ConvJob& j, int slots, int64_t pack_elems, float* pack,
+void weight_gradient(const ConvJob& j, int slots, int64_t slot_elems, float* pack,
                      float* bias_out) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2];
@@ -197,7 +197,7 @@ void weight_gradient(const ConvJob& j, int slots, int64_t pack_elems, float* pac
   const int64_t ldx = row_ld(*j.x), ldy = row_ld(*j.y), ldw = weight_ld(dw), s_k = eff(dw, 4, 0);
   const int64_t ob = tbc::weight_block(g.C_out, slots, kOutChannelsPerTask);
   parallel(tbc::ceil_div64(g.C_out, ob), [&](int64_t task) {
-    float* pk = pack ? pack + slot_of(slots) * pack_elems : nullptr;
+    float* pk = pack ? pack + slot_of(slots) * slot_elems : nullptr;
     const int64_t o0 = task * ob, no = std::min(g.C_out, o0 + ob) - o0;
     for (int64_t k = 0; k < K; ++k)  // a tap that never sees the input keeps a zero gradient
       for (int64_t c = 0; c < g.C_in; ++c) {
@@ -299,7 +299,7 @@ void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive pr
               reinterpret_cast<float*>(scratch), bias_out);
 }
 
-void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems, float* pack,
+void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, float* pack,
                  float* taps_buf, float* bias_out) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
@@ -313,7 +313,7 @@ void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems
           return gemm::Mat{wp + k * w.strides[4], weight_ld(w), 1};
         },
         rows_of(*j.out_y), row_ld(*j.out_y), g.C_out, rows_of(*j.x), row_ld(*j.x), g.C_in,
-        j.bias ? &*j.bias : nullptr, slots, pack_elems, pack, taps_buf);
+        j.bias ? &*j.bias : nullptr, slots, slot_elems, pack, taps_buf);
   }
   // dX[t'] = bias + sum_k dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]. The bias is the
   // transposed forward's (ConvJob adds it to out_x there); a backward job has none.
@@ -326,11 +326,11 @@ void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t pack_elems
           return gemm::Mat{wp + k * w.strides[4], 1, weight_ld(w)};
         },
         rows_of(*j.out_x), row_ld(*j.out_x), g.C_in, rows_of(*j.y), row_ld(*j.y), g.C_out,
-        j.bias ? &*j.bias : nullptr, slots, pack_elems, pack, taps_buf);
+        j.bias ? &*j.bias : nullptr, slots, slot_elems, pack, taps_buf);
   }
   // dW_k[:, o-block] = sum_t X[t + k - pad]^T . dY[t][:, o-block]: one GEMM per (tap, output
   // channel block) with all input channels as M, so each task packs its share of dY once.
-  if (prim == Primitive::kBackwardWeight) weight_gradient(j, slots, pack_elems, pack, bias_out);
+  if (prim == Primitive::kBackwardWeight) weight_gradient(j, slots, slot_elems, pack, bias_out);
 }
 
 }  // namespace aclnn_cpu::conv

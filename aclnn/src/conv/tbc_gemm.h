@@ -56,7 +56,7 @@ void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive pr
              char* scratch, float* bias_out);
 
 // The forms' bodies (tbc_gemm.cpp, tbc_bf16.cpp, tbc_convert.cpp).
-void tbc_run_f32(const ConvJob& job, Primitive prim, int slots, int64_t pack_elems, float* pack,
+void tbc_run_f32(const ConvJob& job, Primitive prim, int slots, int64_t slot_elems, float* pack,
                  float* taps_buf, float* bias_out);
 TbcScratch tbc_bf16_scratch(const ConvJob& job, int slots);
 void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
