@@ -12,7 +12,9 @@
 //   task (sample, group, block of dx rows): dy of the (sample, group) [Cog, S_out] interleaved
 //   into the slot as pairs dy2[Cog/2 rounded up][S_out] (a zero channel pairs an odd last one);
 //   then for each phase, dx row and block of 16 dx channels, the row's tiles (<= 14 positions)
-//   over the tap rows whose dy row exists, stored into dx directly (fp32: the run_bf16 contract).
+//   over the tap rows whose dy row exists, stored into dx directly: fp32 (the run_bf16
+//   contract) or, where the engine passes Operands::out16 (writes_bf16), bf16 rounded in the
+//   tile's store, so dx is written once at half the bytes and never read back to be narrowed.
 //   Weights packed once per call and phase: [group][16-channel block][tap row][pair][row tap][16]
 //   units (w[2 o2][c][q], w[2 o2 + 1][c][q]).
 //
@@ -206,9 +208,10 @@ struct ChunkLists {
   }
 };
 
-// Output rows [r0, r1) of a phase for one (sample, group): dy2 [C2, S_out] -> dx [m, S_in].
-void run_rows(const Phase& ps, const uint32_t* dy2, float* out, int64_t r0, int64_t r1,
-              const ChunkLists& L, const uint32_t* packed) {
+// Output rows [r0, r1) of a phase for one (sample, group): dy2 [C2, S_out] -> dx [m, S_in], in
+// fp32 (out) or, where out16 is set, bf16.
+void run_rows(const Phase& ps, const uint32_t* dy2, float* out, uint16_t* out16, int64_t r0,
+              int64_t r1, const ChunkLists& L, const uint32_t* packed) {
   const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
   const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.s == 1 ? W.dil : 1;
@@ -228,10 +231,18 @@ void run_rows(const Phase& ps, const uint32_t* dy2, float* out, int64_t r0, int6
     const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
     r.w = packed + blk * ps.C2() * ps.taps() * 16;
     for (int64_t row = r0; row < r1; ++row) {
-      float* dst_blk = out + dst_row[row - r0] + blk * 16 * S_dst;
-      if (nW == 0) {  // no tap reaches this phase: zeros
+      const int64_t at = dst_row[row - r0] + blk * 16 * S_dst;
+      float* dst_blk = out16 ? nullptr : out + at;
+      uint16_t* dst16_blk = out16 ? out16 + at : nullptr;
+      if (nW == 0) {  // no tap reaches this phase: zeros (+0.0 in bf16 too)
         for (int64_t o = 0; o < nch; ++o)
-          for (int64_t u = 0; u < W.out; ++u) dst_blk[o * S_dst + u * W.s] = 0.0f;
+          for (int64_t u = 0; u < W.out; ++u) {
+            if (out16) {
+              dst16_blk[o * S_dst + u * W.s] = 0;
+            } else {
+              dst_blk[o * S_dst + u * W.s] = 0.0f;
+            }
+          }
         continue;
       }
       r.rows = L.n[row - r0];
@@ -241,7 +252,8 @@ void run_rows(const Phase& ps, const uint32_t* dy2, float* out, int64_t r0, int6
         for (int64_t i = 0, j0 = 0; i < tiles[res]; ++i) {
           const int64_t width = q + (i < wide), u0 = res + d * j0;
           r.col0 = u0 + e0;
-          cl_direct_row_bf16(width, nW, r, dst_blk + u0 * W.s, S_dst, nch, d * W.s);
+          cl_direct_row_bf16(width, nW, r, dst_blk ? dst_blk + u0 * W.s : nullptr,
+                             dst16_blk ? dst16_blk + u0 * W.s : nullptr, S_dst, nch, d * W.s);
           j0 += width;
         }
       }
@@ -309,8 +321,9 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
         const int64_t e = std::min(r1, r0 + kRowChunk);
         lists.list(ps, r0, e);
         done.cover(lists.span);
-        run_rows(ps, dy2, o.out + ng * ps.m * ps.dst_size(), r0, e, lists,
-                 packed + grp * per_group);
+        const int64_t dx_at = ng * ps.m * ps.dst_size();  // dx [N, groups, Cig, S_in]
+        run_rows(ps, dy2, o.out16 ? nullptr : o.out + dx_at, o.out16 ? o.out16 + dx_at : nullptr,
+                 r0, e, lists, packed + grp * per_group);
       }
       packed += packed_units(ps, g.groups);
     }
@@ -327,6 +340,7 @@ const Algorithm kClDirectBf16Data{"cl_direct_bf16",
                                   nullptr,
                                   backward_data_bf16,
                                   /*reads_sources=*/false,
-                                  /*needs_isa=*/gemm::Isa::kAvx512};
+                                  /*needs_isa=*/gemm::Isa::kAvx512,
+                                  /*writes_bf16=*/true};
 
 }  // namespace aclnn_cpu::conv

@@ -87,6 +87,9 @@ struct Operands {
   // Algorithms with reads_sources: the inputs as stored (dense, any of fp32/fp16/bf16, with the
   // cubeMathType rounding to apply), converted as they read them (x, w, y above are then null).
   Source xsrc, wsrc, ysrc;
+  // run_bf16 of an algorithm with writes_bf16: the output's dense bf16 view, written rounded to
+  // nearest even instead of `out` (then null).
+  uint16_t* out16 = nullptr;
 };
 
 // An algorithm's answer in phase 1.
@@ -113,6 +116,9 @@ struct Algorithm {
   // The instruction set its kernels need (at least; gemm::isa()); its plan refuses problems
   // whose Problem::isa is narrower.
   gemm::Isa needs_isa = gemm::Isa::kNone;
+  // run_bf16 can store its output as bf16 (Operands::out16): the engine passes a dense bf16
+  // output view there, without an fp32 buffer or a narrowing pass.
+  bool writes_bf16 = false;
 };
 
 // Every registered algorithm of `p`, in order of preference.

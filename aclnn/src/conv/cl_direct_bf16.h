@@ -41,8 +41,10 @@ struct ClRowBf16 {
 // out[o * ld_out + u * os] = the tile's output channel o at position u (reading input columns
 // col0 + (u + k) * cs for row tap k), for o < nch (<= 16) and u < ur (1..kClBf16MaxRow), with kw
 // (1..kClBf16MaxKw) taps per row; zero when no tap row exists. os: the output's column stride (a
-// strided data gradient's phase writes every os-th column). Call only where bf16_dot_kernels().
-void cl_direct_row_bf16(int64_t ur, int64_t kw, const ClRowBf16& r, float* out, int64_t ld_out,
-                        int64_t nch, int64_t os);
+// strided data gradient's phase writes every os-th column). With out16 set, the outputs go there
+// instead, as bf16 rounded to nearest even (the narrowing pass's rounding: no fp32 output to
+// write and read back; out is then unused). Call only where bf16_dot_kernels().
+void cl_direct_row_bf16(int64_t ur, int64_t kw, const ClRowBf16& r, float* out, uint16_t* out16,
+                        int64_t ld_out, int64_t nch, int64_t os);
 
 }  // namespace aclnn_cpu::conv

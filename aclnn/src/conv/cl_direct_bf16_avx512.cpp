@@ -20,6 +20,7 @@
 
 #include "conv/bf16_dot_avx512.h"
 #include "gemm/avx512_util.h"
+#include "conv/bf16_narrow_avx512.h"
 #include "conv/cl_store_avx512.h"
 
 namespace aclnn_cpu::conv {
@@ -88,9 +89,44 @@ inline void accumulate(__m512 (&acc)[UR], const ClRowBf16& r, int64_t plo, int64
   }
 }
 
-// One row tile: the accumulators, then out[o][u * os] = acc[u][o] (a 16 x 16 transpose).
+// cl_store_tile's bf16 form: acc[u] (16 channels at position u < UR) -> out16[o * ld_out + u * os]
+// for o < nch, rounded to bf16 after the transpose (bf16_bits_rne: the narrowing pass's
+// rounding). A stride-2 phase's row widens each 16-bit value to 32 bits and stores the low halves
+// only, which are the even 16-bit positions.
+template <int UR>
+ACLNN_AVX512_INLINE void store_tile_bf16(const __m512 (&acc)[UR], uint16_t* out16, int64_t ld_out,
+                                         int64_t nch, int64_t os) {
+  __m512 v[16];
+#pragma GCC unroll 16
+  for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
+  gemm::transpose16(v);
+  const __mmask16 m = gemm::first_lanes(UR);
+  const __mmask32 even = 0x55555555u & ((1u << (2 * UR - 1)) - 1);  // positions 0, 2, .., 2 UR - 2
+  if (os == 1 || os == 2) {
+#pragma GCC unroll 16
+    for (int o = 0; o < 16; ++o) {
+      if (o >= nch) break;
+      const __m512i bits = bf16_bits_rne(v[o]);
+      if (os == 1) {
+        _mm256_mask_storeu_epi16(out16 + o * ld_out, m, _mm512_cvtepi32_epi16(bits));
+      } else {
+        _mm512_mask_storeu_epi16(out16 + o * ld_out, even, bits);
+      }
+    }
+    return;
+  }
+  alignas(64) uint32_t lanes[16];
+  for (int64_t o = 0; o < nch; ++o) {
+    _mm512_store_si512(lanes, bf16_bits_rne(v[o]));
+    for (int64_t u = 0; u < UR; ++u) out16[o * ld_out + u * os] = static_cast<uint16_t>(lanes[u]);
+  }
+}
+
+// One row tile: the accumulators, then out[o][u * os] = acc[u][o] (a 16 x 16 transpose), or
+// out16's bf16 where set.
 template <int UR, int KW, int CS>
-void row_tile(const ClRowBf16& r, float* out, int64_t ld_out, int64_t nch, int64_t os) {
+void row_tile(const ClRowBf16& r, float* out, uint16_t* out16, int64_t ld_out, int64_t nch,
+              int64_t os) {
   constexpr int P = UR + KW - 1;  // source columns the tile reads, CS apart
   // Column p reads input column col0 + p * CS: inside the row for p in [plo, phi).
   const int64_t plo = r.col0 < 0 ? (CS - 1 - r.col0) / CS : 0;
@@ -105,10 +141,14 @@ void row_tile(const ClRowBf16& r, float* out, int64_t ld_out, int64_t nch, int64
   } else {
     accumulate<UR, KW, CS, 2>(acc, r, plo, phi);
   }
-  cl_store_tile<UR>(acc, out, ld_out, nch, os);
+  if (out16) {
+    store_tile_bf16<UR>(acc, out16, ld_out, nch, os);
+  } else {
+    cl_store_tile<UR>(acc, out, ld_out, nch, os);
+  }
 }
 
-using RowTile = void (*)(const ClRowBf16&, float*, int64_t, int64_t, int64_t);
+using RowTile = void (*)(const ClRowBf16&, float*, uint16_t*, int64_t, int64_t, int64_t);
 
 template <int KW, int CS>
 constexpr RowTile kRowTiles[kClBf16MaxRow + 1] = {nullptr,
@@ -149,9 +189,9 @@ RowTile row_tile_for(int64_t ur, int64_t kw) {
 
 }  // namespace
 
-void cl_direct_row_bf16(int64_t ur, int64_t kw, const ClRowBf16& r, float* out, int64_t ld_out,
-                        int64_t nch, int64_t os) {
-  (r.cs == 2 ? row_tile_for<2>(ur, kw) : row_tile_for<1>(ur, kw))(r, out, ld_out, nch, os);
+void cl_direct_row_bf16(int64_t ur, int64_t kw, const ClRowBf16& r, float* out, uint16_t* out16,
+                        int64_t ld_out, int64_t nch, int64_t os) {
+  (r.cs == 2 ? row_tile_for<2>(ur, kw) : row_tile_for<1>(ur, kw))(r, out, out16, ld_out, nch, os);
 }
 
 }  // namespace aclnn_cpu::conv

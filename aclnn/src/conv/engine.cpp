@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 #include <tbb/task_arena.h>
 
@@ -57,6 +58,7 @@ struct Plan {
   // Samples per run of forward / backward_data (0: all): an output computed in the workspace
   // (another dtype or layout) is computed and unpacked a few samples at a time.
   int64_t chunk[kPrimitiveCount] = {};
+  bool dx16 = false;  // backward_data's bf16 kernel stores dx's dense bf16 view itself
 };
 
 // Whether `j` asks for the result of primitive `prim` (y, dx or dw).
@@ -156,6 +158,15 @@ InputUse input_use(const Plan& p) {
   return u;
 }
 
+// Whether backward_data's bf16 kernel can store dx's bf16 view itself (Algorithm::writes_bf16):
+// a dense view, and no bias to add to it (a transposed conv's forward).
+bool stores_dx16(const Plan& p) {
+  const ConvJob& j = p.job;
+  const std::optional<Choice>& c = p.choice[1];
+  return !p.problem.fp64 && c && c->bf16 && c->algo->writes_bf16 && j.out_x &&
+         j.out_x->dtype == ACL_BF16 && j.out_x->contiguous() && !(j.bias && j.bias->numel() > 0);
+}
+
 // Whether both gradients run as one fused depthwise pass (depthwise.h) on the inputs as stored
 // (without a bias gradient to add to dx).
 bool fuses_depthwise(const Plan& p) {
@@ -207,6 +218,18 @@ void plan_workspace(Plan& p) {
     p.choice[i] = choose_algorithm(static_cast<Primitive>(i), run_problem(p, Primitive(i)));
     scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
   }
+  // A bf16 dx stored by its kernel needs no fp32 buffer, so no runs of a few samples either:
+  // planned again for the whole batch (and kept only if the kernel is chosen again).
+  if (p.chunk[1] > 0 && stores_dx16(p)) {
+    const int64_t chunk = std::exchange(p.chunk[1], 0);
+    p.choice[1] = choose_algorithm(Primitive::kBackwardData, run_problem(p, Primitive(1)));
+    if (!stores_dx16(p)) {
+      p.chunk[1] = chunk;
+      p.choice[1] = choose_algorithm(Primitive::kBackwardData, run_problem(p, Primitive(1)));
+    }
+    scratch = std::max(scratch, scratch_bytes<T>(*p.choice[1], p.problem.slots));
+  }
+  p.dx16 = stores_dx16(p);
   // The fused depthwise pass writes dx plane by plane into its view: no dx buffer.
   const bool fused = fuses_depthwise(p);
   if (fused) {
@@ -225,7 +248,7 @@ void plan_workspace(Plan& p) {
   p.y_raw = reserve_raw(layout, use.raw[2], j.y);
   p.bias = reserve<T>(layout, requested(j, 0) || requested(j, 1), j.bias, Round::kNone);
   p.out_y = reserve_output<T>(layout, j.out_y, p.chunk[0]);
-  p.out_x = fused ? kNotInWorkspace : reserve_output<T>(layout, j.out_x, p.chunk[1]);
+  p.out_x = fused || p.dx16 ? kNotInWorkspace : reserve_output<T>(layout, j.out_x, p.chunk[1]);
   p.out_w = reserve<T>(layout, true, j.out_w, Round::kNone);
   p.out_bias = reserve<T>(layout, true, j.out_bias, Round::kNone);
   if (scratch > 0) p.scratch = layout.add(scratch);
@@ -424,7 +447,7 @@ void execute(const char* api, const Plan& p, char* ws) {
     };
     if (fwd)
       per_sample(Primitive::kForward, j.out_y, p.out_y, g.C_out, g.out_size(), g.C_in, g.in_size());
-    T* ox = bwd_data && p.chunk[1] == 0 ? buffer<T>(j.out_x, p.out_x, ws) : nullptr;
+    T* ox = bwd_data && p.chunk[1] == 0 && !p.dx16 ? buffer<T>(j.out_x, p.out_x, ws) : nullptr;
     T* ow = bwd_weight ? buffer<T>(j.out_w, p.out_w, ws) : nullptr;
     T* ob = j.out_bias ? buffer<T>(j.out_bias, p.out_bias, ws) : nullptr;
     bool fused = false, fused_bias = false;
@@ -446,9 +469,14 @@ void execute(const char* api, const Plan& p, char* ws) {
         if (verbose()) print_exec(api, Primitive::kBackwardData, "depthwise_direct", ms_since(t0));
       }
     }
-    if (bwd_data && !fused)
+    if (bwd_data && p.dx16) {
+      Operands<T> o = ops(Primitive::kBackwardData, nullptr);
+      o.out16 = reinterpret_cast<uint16_t*>(j.out_x->origin());
+      run_primitive<T>(api, p, Primitive::kBackwardData, o, ws);
+    } else if (bwd_data && !fused) {
       per_sample(Primitive::kBackwardData, j.out_x, p.out_x, g.C_in, g.in_size(), g.C_out,
                  g.out_size());
+    }
     if (ow && !fused)
       run_primitive<T>(api, p, Primitive::kBackwardWeight, ops(Primitive::kBackwardWeight, ow), ws);
     if (bwd_weight) finish(j.out_w, p.out_w, ow);
