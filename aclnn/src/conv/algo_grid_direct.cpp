@@ -397,7 +397,8 @@ const Algorithm kGridDirectForward{"grid_direct",
                                    nullptr,
                                    grid_direct::forward_bf16,
                                    /*reads_sources=*/true,
-                                   /*needs_isa=*/gemm::Isa::kAvx2};
+                                   /*needs_isa=*/gemm::Isa::kAvx2,
+                                   /*writes_bf16=*/true};
 const Algorithm kGridDirectData{"grid_direct",
                                 Primitive::kBackwardData,
                                 plan_data,
@@ -405,7 +406,8 @@ const Algorithm kGridDirectData{"grid_direct",
                                 nullptr,
                                 grid_direct::backward_data_bf16,
                                 /*reads_sources=*/true,
-                                /*needs_isa=*/gemm::Isa::kAvx2};
+                                /*needs_isa=*/gemm::Isa::kAvx2,
+                                /*writes_bf16=*/true};
 const Algorithm kGridDirectWeight{"grid_direct",
                                   Primitive::kBackwardWeight,
                                   plan_weight,

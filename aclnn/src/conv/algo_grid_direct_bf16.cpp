@@ -8,6 +8,9 @@
 //                    band2_t[parity][phase][p][c] = pairs (2 p + parity, 2 p + 1 + parity) of each
 //                    band channel, so a tap with an odd shift reads parity 1.
 //
+// Forward and data passes store a dense bf16 output themselves where the engine asks
+// (Operands::out16, writes_bf16), rounding each output row as they scatter it.
+//
 // The products of bf16 values are exact in fp32; vdpbf16ps adds them with round-to-nearest-even
 // but treats denormal inputs and results as zero (README).
 #include <cstring>
@@ -103,10 +106,57 @@ PackedPass pack_pass(const Pass<const uint16_t*>& ps, float* shared) {
   return PackedPass{off, packed, pk_g};
 }
 
+// Offset in a channel of the output of the grid's output row (o0, o1): column 0 of the row.
+int64_t output_row(const TapGrid& tg, int64_t o0, int64_t o1) {
+  return ((tg.dst_stride[0] * o0 + tg.dst_offset[0]) * tg.dst_size[1] + tg.dst_stride[1] * o1 +
+          tg.dst_offset[1]) *
+             tg.dst_size[2] +
+         tg.dst_offset[2];
+}
+
+// scatter_block into a bf16 output: each output row of the block rounded to bf16 (the narrowing
+// pass's rounding, direct_narrow_avx512) straight into its place, through a short staging row
+// where the output columns are strided (a data gradient's phases).
+void scatter_block16(const TapGrid& tg, const float* block, int64_t ld, int64_t channels,
+                     int64_t r0, int64_t r1, uint16_t* dst, int64_t dst_cstride) {
+  const int64_t Hp = tg.Hp(), Wp = tg.Wp(), n = tg.out[2], s2 = tg.dst_stride[2];
+  constexpr int64_t kStage = 256;
+  uint16_t stage[kStage];
+  for (int64_t o = 0; o < channels; ++o)
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t o0 = r / Hp, o1 = r % Hp;
+      if (o1 >= tg.out[1]) continue;  // between two 3d output planes
+      const float* src = block + o * ld + (r - r0) * Wp;
+      uint16_t* row = dst + o * dst_cstride + output_row(tg, o0, o1);
+      if (s2 == 1) {
+        direct_narrow_avx512(true, src, n, row);
+        continue;
+      }
+      for (int64_t w0 = 0; w0 < n; w0 += kStage) {
+        const int64_t len = std::min(kStage, n - w0);
+        direct_narrow_avx512(true, src + w0, len, stage);
+        for (int64_t w = 0; w < len; ++w) row[(w0 + w) * s2] = stage[w];
+      }
+    }
+}
+
+// zero_phase into a bf16 dx: the outputs of a phase no tap reaches (+0.0).
+void zero_phase16(const ConvGeometry& g, const TapGrid& tg, uint16_t* dx) {
+  for_tasks(g.N, [&](int64_t n) {
+    for (int64_t c = 0; c < g.C_in; ++c)
+      for (int64_t o0 = 0; o0 < tg.out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < tg.out[1]; ++o1) {
+          uint16_t* row = dx + (n * g.C_in + c) * g.in_size() + output_row(tg, o0, o1);
+          for (int64_t w = 0; w < tg.out[2]; ++w) row[w * tg.dst_stride[2]] = 0;
+        }
+  });
+}
+
 // Task (sample n, group grp, block blk of grid rows) of a pass in bf16: band of pairs, pair
-// kernel, scatter. slot: [m, cols], then the band of pairs, then one staging row.
+// kernel, scatter (into out16, the output as bf16, where set). slot: [m, cols], then the band of
+// pairs, then one staging row.
 void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n, int64_t grp,
-               int64_t blk, float* slot) {
+               int64_t blk, float* slot, uint16_t* out16) {
   const TapGrid& tg = ps.tg;
   const int64_t plane = band_plane(tg, ps.rows), C2 = ceil_div(ps.C, 2), Wp = tg.Wp();
   const int64_t r0 = blk * ps.rows, r1 = std::min(tg.rows(), r0 + ps.rows), cols = (r1 - r0) * Wp;
@@ -129,8 +179,12 @@ void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n,
                              ceil_div(ps.cchunk, 2), by_rows ? row_len : 0, Wp);
     a = e;
   }
-  scatter_block(tg, slot, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
-                ps.dst_cstride);
+  const int64_t at = n * ps.dst_sample + grp * ps.dst_group;
+  if (out16) {
+    scatter_block16(tg, slot, cols, ps.m, r0, r1, out16 + at, ps.dst_cstride);
+  } else {
+    scatter_block(tg, slot, cols, ps.m, r0, r1, ps.dst + at, ps.dst_cstride);
+  }
 }
 
 // The ask-ahead's bounds (weight_block).
@@ -343,7 +397,7 @@ void forward_bf16(const Problem& p, const Blocking& b, const Operands<float>& o)
   const int64_t blocks = ceil_div(tg.rows(), b.rows), groups = p.g.groups;
   for_tasks(p.g.N * groups * blocks, [&](int64_t t) {
     const int64_t ng = t / blocks;
-    pass_task(ps, pk, ng / groups, ng % groups, t % blocks, slot_scratch(p, b, o));
+    pass_task(ps, pk, ng / groups, ng % groups, t % blocks, slot_scratch(p, b, o), o.out16);
   });
 }
 
@@ -359,7 +413,11 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
   for (int64_t i = 0; i < data_phase_count(g); ++i) {
     grids[i] = data_grid(g, data_phase(g, i));
     if (grids[i].empty()) {
-      zero_phase(g, grids[i], o.out);
+      if (o.out16) {
+        zero_phase16(g, grids[i], o.out16);
+      } else {
+        zero_phase(g, grids[i], o.out);
+      }
       continue;
     }
     packs[i] = pack_pass(data_pass(p, b, grids[i], o.y16, o.w16, o.out), shared);
@@ -374,7 +432,7 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
       const TapGrid& tg = grids[used[k]];
       if (blk * b.rows < tg.rows())
         pass_task(data_pass(p, b, tg, o.y16, o.w16, o.out), packs[used[k]], ng / g.groups,
-                  ng % g.groups, blk, slot);
+                  ng % g.groups, blk, slot, o.out16);
     }
   });
 }

@@ -112,17 +112,18 @@ class Execution {
   void run() {
     pack_inputs();
     const ConvGeometry& g = j_.g;
-    if (j_.out_y)
+    if (j_.out_y && p_.out16[0]) {
+      run_out16(Primitive::kForward, *j_.out_y);
+    } else if (j_.out_y) {
       per_sample(Primitive::kForward, j_.out_y, p_.out_y, g.C_out, g.out_size(), g.C_in,
                  g.in_size());
+    }
     T* ow = j_.out_w ? buffer<T>(j_.out_w, p_.out_w, ws_) : nullptr;
     T* ob = j_.out_bias ? buffer<T>(j_.out_bias, p_.out_bias, ws_) : nullptr;
     bool fused = false, fused_bias = false;
     if constexpr (std::is_same_v<T, float>) fused = fused_depthwise(ow, ob, &fused_bias);
-    if (j_.out_x && p_.dx16) {
-      Operands<T> o = ops(Primitive::kBackwardData, nullptr);
-      o.out16 = reinterpret_cast<uint16_t*>(j_.out_x->origin());
-      run_primitive<T>(api_, p_, Primitive::kBackwardData, o, ws_);
+    if (j_.out_x && p_.out16[1]) {
+      run_out16(Primitive::kBackwardData, *j_.out_x);
     } else if (j_.out_x && !fused) {
       per_sample(Primitive::kBackwardData, j_.out_x, p_.out_x, g.C_in, g.in_size(), g.C_out,
                  g.out_size());
@@ -186,6 +187,13 @@ class Execution {
     return o;
   }
 
+  // forward / backward_data stored by its bf16 kernel into the dense bf16 view `out`.
+  void run_out16(Primitive prim, const View5& out) const {
+    Operands<T> o = ops(prim, nullptr);
+    o.out16 = reinterpret_cast<uint16_t*>(out.origin());
+    run_primitive<T>(api_, p_, prim, o, ws_);
+  }
+
   // An output computed in the workspace goes to its view.
   void finish(const std::optional<View5>& v, uint64_t off, T* buf) const {
     if (buf && off != kNotInWorkspace) unpack(buf, *v);
@@ -230,7 +238,8 @@ class Execution {
   // (into ob) summed from the dy planes it reads where they are exact (*fused_bias). Returns
   // whether it ran.
   bool fused_depthwise(T* ow, T* ob, bool* fused_bias) const {
-    T* ox = j_.out_x && p_.chunk[1] == 0 && !p_.dx16 ? buffer<T>(j_.out_x, p_.out_x, ws_) : nullptr;
+    T* ox =
+        j_.out_x && p_.chunk[1] == 0 && !p_.out16[1] ? buffer<T>(j_.out_x, p_.out_x, ws_) : nullptr;
     if (!ox || !ow || !fuses_depthwise(p_)) return false;
     float* scratch =
         p_.scratch != kNotInWorkspace ? reinterpret_cast<float*>(ws_ + p_.scratch) : nullptr;

@@ -84,13 +84,14 @@ uint64_t reserve_raw(Layout& layout, bool needed, const std::optional<View5>& v)
   return layout.add(static_cast<unsigned __int128>(v->numel()) * dtype_size(v->dtype));
 }
 
-// Whether backward_data's bf16 kernel can store dx's bf16 view itself (Algorithm::writes_bf16):
-// a dense view, and no bias to add to it (a transposed conv's forward).
-bool stores_dx16(const Plan& p) {
+// Whether the bf16 kernel of forward (prim 0) or backward_data (1) can store its output's bf16
+// view itself (Algorithm::writes_bf16): a dense view, and no bias to add to it.
+bool stores16(const Plan& p, int prim) {
   const ConvJob& j = p.job;
-  const std::optional<Choice>& c = p.choice[1];
-  return !p.problem.fp64 && c && c->bf16 && c->algo->writes_bf16 && j.out_x &&
-         j.out_x->dtype == ACL_BF16 && j.out_x->contiguous() && !(j.bias && j.bias->numel() > 0);
+  const std::optional<Choice>& c = p.choice[prim];
+  const std::optional<View5>& out = prim == 0 ? j.out_y : j.out_x;
+  return !p.problem.fp64 && c && c->bf16 && c->algo->writes_bf16 && out && out->dtype == ACL_BF16 &&
+         out->contiguous() && !(j.bias && j.bias->numel() > 0);
 }
 
 // Samples per run of a per-sample primitive whose output `v` is computed in the workspace: at
@@ -178,18 +179,20 @@ void plan_workspace(Plan& p) {
     p.choice[i] = choose_algorithm(static_cast<Primitive>(i), run_problem(p, Primitive(i)));
     scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
   }
-  // A bf16 dx stored by its kernel needs no fp32 buffer, so no runs of a few samples either:
+  // A bf16 y or dx stored by its kernel needs no fp32 buffer, so no runs of a few samples either:
   // planned again for the whole batch (and kept only if the kernel is chosen again).
-  if (p.chunk[1] > 0 && stores_dx16(p)) {
-    const int64_t chunk = std::exchange(p.chunk[1], 0);
-    p.choice[1] = choose_algorithm(Primitive::kBackwardData, run_problem(p, Primitive(1)));
-    if (!stores_dx16(p)) {
-      p.chunk[1] = chunk;
-      p.choice[1] = choose_algorithm(Primitive::kBackwardData, run_problem(p, Primitive(1)));
+  for (int i = 0; i < 2; ++i) {
+    if (p.chunk[i] > 0 && stores16(p, i)) {
+      const int64_t chunk = std::exchange(p.chunk[i], 0);
+      p.choice[i] = choose_algorithm(Primitive(i), run_problem(p, Primitive(i)));
+      if (!stores16(p, i)) {
+        p.chunk[i] = chunk;
+        p.choice[i] = choose_algorithm(Primitive(i), run_problem(p, Primitive(i)));
+      }
+      scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
     }
-    scratch = std::max(scratch, scratch_bytes<T>(*p.choice[1], p.problem.slots));
+    p.out16[i] = stores16(p, i);
   }
-  p.dx16 = stores_dx16(p);
   // The fused depthwise pass writes dx plane by plane into its view: no dx buffer.
   const bool fused = fuses_depthwise(p);
   if (fused) {
@@ -207,8 +210,8 @@ void plan_workspace(Plan& p) {
   p.w_raw = reserve_raw(layout, use.raw[1], j.w);
   p.y_raw = reserve_raw(layout, use.raw[2], j.y);
   p.bias = reserve<T>(layout, requested(j, 0) || requested(j, 1), j.bias, Round::kNone);
-  p.out_y = reserve_output<T>(layout, j.out_y, p.chunk[0]);
-  p.out_x = fused || p.dx16 ? kNotInWorkspace : reserve_output<T>(layout, j.out_x, p.chunk[1]);
+  p.out_y = p.out16[0] ? kNotInWorkspace : reserve_output<T>(layout, j.out_y, p.chunk[0]);
+  p.out_x = fused || p.out16[1] ? kNotInWorkspace : reserve_output<T>(layout, j.out_x, p.chunk[1]);
   p.out_w = reserve<T>(layout, true, j.out_w, Round::kNone);
   p.out_bias = reserve<T>(layout, true, j.out_bias, Round::kNone);
   if (scratch > 0) p.scratch = layout.add(scratch);

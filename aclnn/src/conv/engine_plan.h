@@ -39,7 +39,8 @@ struct Plan {
   // Samples per run of forward / backward_data (0: all): an output computed in the workspace
   // (another dtype or layout) is computed and unpacked a few samples at a time.
   int64_t chunk[kPrimitiveCount] = {};
-  bool dx16 = false;  // backward_data's bf16 kernel stores dx's dense bf16 view itself
+  // Forward / backward_data: the bf16 kernel stores y / dx into its dense bf16 view itself.
+  bool out16[2] = {};
 };
 
 // Whether `j` asks for the result of primitive `prim` (y, dx or dw).
