@@ -8,12 +8,14 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "gemm/sgemm.h"
+#include "support/acl_test_util.h"
 
 namespace {
 
@@ -223,6 +225,73 @@ TEST_P(GemmKernel, PackedAAndPanelSourceMatchFloat64Reference) {
 INSTANTIATE_TEST_SUITE_P(Kernels, GemmKernel,
                          ::testing::Values(Kernel::kAvx512, Kernel::kAvx2, Kernel::kOpenBlas),
                          KernelName);
+
+// fp16-rounded operands (Mat::fp16, USE_FP16 read in place): every packing path of the AVX-512
+// kernel (A and B row-major, transposed, neither unit stride; pack_a_once; sgemm's dispatch)
+// rounds each element to fp16 as it packs it. The values are h * (1 + 2^-13) with h a positive
+// fp16 value, which rounding takes back to h: the product of the unrounded operands is ~2.4e-4
+// larger throughout, 60x the tolerance, so a path that skipped the rounding would fail.
+Operand MakeJustAboveFp16(int64_t rows, int64_t cols, int layout, std::mt19937& rng) {
+  Operand o = MakeOperand(rows, cols, layout, rng);
+  for (float& v : o.data)
+    v = static_cast<float>(acltest::RoundToF16(0.25 + std::fabs(v)) * (1.0 + std::ldexp(1.0, -13)));
+  o.mat.fp16 = true;
+  return o;
+}
+Operand RoundedCopy(const Operand& o) {
+  Operand r = o;
+  for (float& v : r.data) v = static_cast<float>(acltest::RoundToF16(v));
+  r.mat.p = r.data.data();
+  r.mat.fp16 = false;
+  return r;
+}
+
+TEST(GemmFp16Operands, EveryPackingPathRounds) {
+  if (!RunsHere(Kernel::kAvx512)) GTEST_SKIP() << "the AVX-512 kernel rounds; this CPU lacks it";
+  std::mt19937 rng(13);
+  Aligned scratch(gemm::avx512::pack_elems());
+  for (const Shape& s : Shapes()) {
+    for (int la = 0; la < 3; ++la) {
+      for (int lb = 0; lb < 3; ++lb) {
+        const Operand a = MakeJustAboveFp16(s.M, s.K, la, rng);
+        const Operand b = MakeJustAboveFp16(s.K, s.N, lb, rng);
+        const Operand ra = RoundedCopy(a), rb = RoundedCopy(b);
+        const int64_t ldc = s.N + 1;
+        const std::vector<float> before(static_cast<size_t>(s.M * ldc), 0.0f);
+        std::vector<float> C = before;
+        const std::string what = "fp16 layouts " + std::to_string(la) + "/" + std::to_string(lb);
+        gemm::avx512::sgemm_packed(s.M, s.N, s.K, nullptr, s.M, 0, &a.mat, &b.mat, nullptr, false,
+                                   C.data(), ldc, scratch.data());
+        ExpectMatches(C, ldc, ra, rb, s, false, before, what);
+        // A packed once (its own packing path), B as a view.
+        Aligned packed(gemm::packed_a_elems(s.M, s.K));
+        gemm::avx512::pack_a_once(s.M, s.K, a.mat, packed.data());
+        C = before;
+        gemm::avx512::sgemm_packed(s.M, s.N, s.K, packed.data(), s.M, 0, nullptr, &b.mat, nullptr,
+                                   false, C.data(), ldc, scratch.data());
+        ExpectMatches(C, ldc, ra, rb, s, false, before, what + " (packed A)");
+      }
+    }
+  }
+}
+
+// Where the AVX-512 kernel does not run (ACLNN_CPU_MAX_ISA=avx2 or none), an fp16-rounded
+// operand is refused rather than used unrounded; with it, sgemm's dispatch rounds.
+TEST(GemmDispatch, Fp16OperandsRoundOrAreRefused) {
+  std::mt19937 rng(14);
+  const Shape s{9, 50, 20};
+  const Operand a = MakeJustAboveFp16(s.M, s.K, 0, rng), b = MakeJustAboveFp16(s.K, s.N, 1, rng);
+  std::vector<float> C(static_cast<size_t>(s.M * s.N), 0.0f);
+  const std::vector<float> before = C;
+  Aligned scratch(std::max<int64_t>(gemm::pack_elems(), 1));
+  if (!gemm::packs_fp16()) {
+    EXPECT_THROW(gemm::sgemm(s.M, s.N, s.K, a.mat, b.mat, false, C.data(), s.N, scratch.data()),
+                 std::logic_error);
+    return;
+  }
+  gemm::sgemm(s.M, s.N, s.K, a.mat, b.mat, false, C.data(), s.N, scratch.data());
+  ExpectMatches(C, s.N, RoundedCopy(a), RoundedCopy(b), s, false, before, "dispatched fp16");
+}
 
 // The dispatch: isa() is the widest set this CPU runs, within ACLNN_CPU_MAX_ISA.
 TEST(GemmDispatch, IsaMatchesCpuAndCap) {

@@ -9,8 +9,9 @@
 // (algo_pointwise_bf16.cpp). The fp32 GEMMs read the inputs as stored (reads_sources), with no
 // whole-tensor fp32 copy. Where an input converts (fp16, bf16, rounded fp32): on our packed GEMM,
 // forward and backward_data pack w[g] (or w[g]^T) once and convert x (dy) while packing the B
-// panels (SourceRows); the weight gradient, and OpenBLAS runs, convert a chunk of columns at a
-// time into the task's scratch, the weights once into the shared scratch.
+// panels (SourceRows); the weight gradient reads USE_FP16 fp32 inputs in place on AVX-512, rounded
+// as the GEMM packs them (gemm::Mat::fp16); otherwise it, and OpenBLAS runs, convert a chunk of
+// columns at a time into the task's scratch, the weights once into the shared scratch.
 #include <algorithm>
 #include <type_traits>
 
@@ -238,8 +239,38 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<T>& o) {
   });
 }
 
+// An input the packed GEMM reads in place: fp32, or fp32 under USE_FP16 where the kernels round
+// it to fp16 as they pack it (gemm::Mat::fp16).
+bool packs_in_place(const Blocking& b, const Source& s) {
+  return s.kind == SrcKind::kF32 ||
+         (s.kind == SrcKind::kF32Fp16 && b.pack_elems > 0 && gemm::packs_fp16());
+}
+
+// backward_weight with both inputs read in place (fp32, or rounded to fp16 by the packing): one
+// GEMM per sample over all S positions, as for fp32. Writing a rounded chunk and packing it again
+// cost USE_FP16 resnet1x1's weight gradient 52.8 ms vs fp32's 47.5 (Zen 4, 1 thread).
+void weight_in_place(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.in_size();
+  const float* x = static_cast<const float*>(o.xsrc.data);
+  const float* dy = static_cast<const float*>(o.ysrc.data);
+  const bool x16 = o.xsrc.kind == SrcKind::kF32Fp16, dy16 = o.ysrc.kind == SrcKind::kF32Fp16;
+  for_weight_tasks(p, b, o,
+                   [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
+                     for (int64_t n = n0; n < n1; ++n) {
+                       // dw[g][:, c-block] += dy[n, g] (Cog x S) * x[n, g][c-block]^T (S x nc)
+                       const gemm::Mat a{dy + (n * g.C_out + grp * Cog) * S, S, 1, dy16};
+                       const gemm::Mat bt{x + (n * g.C_in + grp * Cig + c0) * S, 1, S, x16};
+                       gemm::sgemm(Cog, nc, S, a, bt, true, dst, Cig, pack_scratch(p, b, o));
+                     }
+                   });
+}
+
 template <typename T>
 void backward_weight(const Problem& p, const Blocking& b, const Operands<T>& o) {
+  if constexpr (std::is_same_v<T, float>)
+    if (o.xsrc.kind != SrcKind::kF32 && packs_in_place(b, o.xsrc) && packs_in_place(b, o.ysrc))
+      return weight_in_place(p, b, o);
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.in_size();
   const auto in = inputs(o);

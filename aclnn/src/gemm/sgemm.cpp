@@ -66,6 +66,8 @@ int64_t packed_a_elems(int64_t M, int64_t K) {
 }
 
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
+  if (A.fp16 && !packs_fp16())
+    throw std::logic_error("pack_a_once: fp16-rounded operands need the AVX-512 kernels");
   if (have_avx512()) return avx512::pack_a_once(M, K, A, packed);
   if (have_packed_gemm()) return avx2::pack_a_once(M, K, A, packed);
   throw std::logic_error("pack_a_once: no packed GEMM kernel on this CPU");
@@ -80,6 +82,8 @@ void packed_kernels(const char* what, int64_t M, int64_t N, int64_t K, const flo
                     const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
                     float* scratch) {
   if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
+  if (((a_mat && a_mat->fp16) || (b_mat && b_mat->fp16)) && !packs_fp16())
+    throw std::logic_error(std::string(what) + ": fp16-rounded operands need the AVX-512 kernels");
   if (have_avx512())
     return avx512::sgemm_packed(M, N, K, packed_a, a_rows, a_row0, a_mat, b_mat, b_panels,
                                 accumulate, C, ldc, scratch);
@@ -122,6 +126,8 @@ void sgemm(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float
     sgemm_packed(M, N, K, nullptr, &A, &B, nullptr, accumulate, C, ldc, scratch);
     return;
   }
+  if (A.fp16 || B.fp16)
+    throw std::logic_error("sgemm: fp16-rounded operands need the AVX-512 kernels");
   // OpenBLAS: a row-major operand has cs == 1 (NoTrans, ld = rs) or rs == 1 (Trans, ld = cs).
   auto op = [](const Mat& m, int64_t cols) {
     if (m.cs == 1 && m.rs >= cols) return std::pair{CblasNoTrans, m.rs};

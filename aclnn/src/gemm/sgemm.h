@@ -26,6 +26,10 @@ struct Mat {
   const float* p = nullptr;
   int64_t rs = 0;  // stride between rows
   int64_t cs = 1;  // stride between columns
+  // Each element rounded to fp16 (to nearest even, as half.h's round_to_half) as it is packed:
+  // cubeMathType USE_FP16 on fp32 operands read in place. Only where packs_fp16() (the AVX-512
+  // kernels); elsewhere sgemm and sgemm_packed reject such an operand.
+  bool fp16 = false;
 };
 
 // A source of packed B panels, for operands that are never materialised as a matrix (the
@@ -58,6 +62,10 @@ inline bool have_avx512() {
 // Whether sgemm / sgemm_packed run our packed kernels (AVX2 + FMA or AVX-512).
 inline bool have_packed_gemm() {
   return isa() >= Isa::kAvx2;
+}
+// Whether the packed kernels round Mat::fp16 operands as they pack them (AVX-512 only).
+inline bool packs_fp16() {
+  return have_avx512();
 }
 
 // Floats of packing scratch the packed kernel needs (0 when there is none: OpenBLAS). sgemm with

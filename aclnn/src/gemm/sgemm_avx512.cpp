@@ -52,30 +52,50 @@ inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
+// An element as packed: as stored, or (kFp16: a Mat's fp16 flag) rounded to fp16 to nearest even
+// and widened back (half.h's round_to_half; F16C's conversion is exactly that), so USE_FP16 on
+// fp32 operands costs two conversions per vector in the packing, not a pass over a converted copy.
+template <bool kFp16>
+inline __m512 rnd(__m512 v) {
+  if constexpr (kFp16) return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  return v;
+}
+// (The narrower forms go through the 512-bit conversion: F16C's own are not enabled here.)
+template <bool kFp16>
+inline __m256 rnd(__m256 v) {
+  return _mm512_castps512_ps256(rnd<kFp16>(_mm512_castps256_ps512(v)));
+}
+template <bool kFp16>
+inline float rnd(float v) {
+  if constexpr (kFp16) return _mm512_cvtss_f32(rnd<kFp16>(_mm512_set1_ps(v)));
+  return v;
+}
+
 // Ap[p][k][r] = A(i0 + p*8 + r, k0 + k), zero past row m.
-void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
+template <bool R>
+void pack_a_as(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
   for (int64_t p = 0; p < m; p += kMR) {
     const int64_t rows = min64(kMR, m - p);
     const float* src = A.p + (i0 + p) * A.rs + k0 * A.cs;
     if (rows == kMR && A.rs == 1) {  // 8 contiguous values per k
       for (int64_t k = 0; k < kc; ++k)
-        _mm256_store_ps(Ap + k * kMR, _mm256_loadu_ps(src + k * A.cs));
+        _mm256_store_ps(Ap + k * kMR, rnd<R>(_mm256_loadu_ps(src + k * A.cs)));
     } else if (rows == kMR && A.cs == 1) {  // 8 rows contiguous along k: 16 x 16 transposes
       int64_t k = 0;                        // (rows 8..15 zero; the low 8 lanes are kept)
       for (; k + 16 <= kc; k += 16) {
         __m512 r[16];
-        for (int i = 0; i < 8; ++i) r[i] = _mm512_loadu_ps(src + i * A.rs + k);
+        for (int i = 0; i < 8; ++i) r[i] = rnd<R>(_mm512_loadu_ps(src + i * A.rs + k));
         for (int i = 8; i < 16; ++i) r[i] = _mm512_setzero_ps();
         transpose16(r);
         for (int i = 0; i < 16; ++i)
           _mm256_store_ps(Ap + (k + i) * kMR, _mm512_castps512_ps256(r[i]));
       }
       for (; k < kc; ++k)
-        for (int64_t i = 0; i < kMR; ++i) Ap[k * kMR + i] = src[i * A.rs + k];
+        for (int64_t i = 0; i < kMR; ++i) Ap[k * kMR + i] = rnd<R>(src[i * A.rs + k]);
     } else {
       for (int64_t k = 0; k < kc; ++k) {
         int64_t r = 0;
-        for (; r < rows; ++r) Ap[k * kMR + r] = src[r * A.rs + k * A.cs];
+        for (; r < rows; ++r) Ap[k * kMR + r] = rnd<R>(src[r * A.rs + k * A.cs]);
         for (; r < kMR; ++r) Ap[k * kMR + r] = 0.0f;
       }
     }
@@ -83,8 +103,14 @@ void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* 
   }
 }
 
+void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
+  if (A.fp16) return pack_a_as<true>(A, i0, m, k0, kc, Ap);
+  pack_a_as<false>(A, i0, m, k0, kc, Ap);
+}
+
 // Bp[p][k][c] = B(k0 + k, j0 + p*48 + c), zero past column n.
-void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+template <bool R>
+void pack_b_as(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
   if (B.cs == 1) {
     // Rows of B are contiguous: walk each row of the block once, left to right, dealing its 48-
     // column pieces out to the panels (one sequential stream per row; panel-by-panel order would
@@ -97,13 +123,13 @@ void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* 
         const int64_t cols = min64(kNR, n - p * kNR);
         float* d = Bp + p * kc * kNR + k * kNR;
         if (cols == kNR) {
-          _mm512_store_ps(d, _mm512_loadu_ps(s + p * kNR));
-          _mm512_store_ps(d + 16, _mm512_loadu_ps(s + p * kNR + 16));
-          _mm512_store_ps(d + 32, _mm512_loadu_ps(s + p * kNR + 32));
+          _mm512_store_ps(d, rnd<R>(_mm512_loadu_ps(s + p * kNR)));
+          _mm512_store_ps(d + 16, rnd<R>(_mm512_loadu_ps(s + p * kNR + 16)));
+          _mm512_store_ps(d + 32, rnd<R>(_mm512_loadu_ps(s + p * kNR + 32)));
         } else {
           for (int64_t q = 0; q < 3; ++q)
-            _mm512_store_ps(d + 16 * q, _mm512_maskz_loadu_ps(first_lanes(cols - 16 * q),
-                                                              s + p * kNR + 16 * q));
+            _mm512_store_ps(d + 16 * q, rnd<R>(_mm512_maskz_loadu_ps(first_lanes(cols - 16 * q),
+                                                                     s + p * kNR + 16 * q)));
         }
       }
     }
@@ -118,22 +144,28 @@ void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* 
         int64_t k = 0;
         for (; k + 16 <= kc; k += 16) {
           __m512 r[16];
-          for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + (c + i) * B.cs + k);
+          for (int i = 0; i < 16; ++i) r[i] = rnd<R>(_mm512_loadu_ps(src + (c + i) * B.cs + k));
           transpose16(r);
           for (int i = 0; i < 16; ++i) _mm512_store_ps(Bp + (k + i) * kNR + c, r[i]);
         }
         for (; k < kc; ++k)
-          for (int64_t i = 0; i < 16; ++i) Bp[k * kNR + c + i] = src[(c + i) * B.cs + k];
+          for (int64_t i = 0; i < 16; ++i) Bp[k * kNR + c + i] = rnd<R>(src[(c + i) * B.cs + k]);
       }
       for (; c < kNR; ++c)
-        for (int64_t k = 0; k < kc; ++k) Bp[k * kNR + c] = c < cols ? src[c * B.cs + k] : 0.0f;
+        for (int64_t k = 0; k < kc; ++k)
+          Bp[k * kNR + c] = c < cols ? rnd<R>(src[c * B.cs + k]) : 0.0f;
     } else {
       for (int64_t k = 0; k < kc; ++k)
         for (int64_t c = 0; c < kNR; ++c)
-          Bp[k * kNR + c] = c < cols ? src[k * B.rs + c * B.cs] : 0.0f;
+          Bp[k * kNR + c] = c < cols ? rnd<R>(src[k * B.rs + c * B.cs]) : 0.0f;
     }
     Bp += kc * kNR;
   }
+}
+
+void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+  if (B.fp16) return pack_b_as<true>(B, k0, kc, j0, n, Bp);
+  pack_b_as<false>(B, k0, kc, j0, n, Bp);
 }
 
 // C[0..8, 0..16*NV) (+)= Ap (8 x kc) * Bp (kc x 48, its first 16*NV columns); `rows` x `cols`

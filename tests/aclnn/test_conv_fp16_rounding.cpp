@@ -1,0 +1,88 @@
+// cubeMathType USE_FP16 on fp32 inputs, where the algorithms read the fp32 tensors in place and
+// round them to fp16 inside a step that already touches them (pointwise_gemm's weight gradient:
+// the GEMM's operand packing, gemm::Mat::fp16; strided_direct's weight gradient: the slab of x it
+// builds) instead of a separate conversion pass. The inputs are chosen so that the rounding
+// changes every result by far more than the tolerance: positive values h * (1 + 2^-13) with h an
+// fp16 value, which round back to h (2^-13 is below half an fp16 ulp at any mantissa), so the
+// products of the unrounded values are all ~2.4e-4 larger in the same direction while the
+// tolerance is 1e-5 of the sum of |terms|. Each test first checks that its data discriminates
+// (the unrounded reference is far off), then that the algorithm, forced, matches the rounded
+// reference and ran.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/conv_case.h"
+
+namespace {
+
+using acltest::ConvCase;
+using acltest::MakeGeom;
+using acltest::ScopedEnv;
+
+constexpr int kUseFp16 = 2;  // cubeMathType USE_FP16
+
+// |v| rounded to fp16, times (1 + 2^-13): fp16 rounding takes it back to the fp16 value.
+void JustAboveFp16(std::vector<double>& v) {
+  for (double& e : v) e = acltest::RoundToF16(0.25 + std::fabs(e)) * (1.0 + std::ldexp(1.0, -13));
+}
+
+ConvCase Fp16Case(const naive::ConvGeom& g, const std::string& label, uint64_t seed) {
+  ConvCase c = acltest::MakeCase(g, label, seed);
+  c.cube = kUseFp16;
+  c.edit_values = [](std::vector<double>& gy, std::vector<double>& x, std::vector<double>& w) {
+    JustAboveFp16(gy), JustAboveFp16(x), JustAboveFp16(w);
+  };
+  return c;
+}
+
+// The weight gradient of the unrounded operands is off by more than 10x the 1e-5 tolerance
+// everywhere: a kernel that skipped the rounding could not pass.
+void ExpectDataDiscriminates(const ConvCase& c) {
+  const acltest::BackwardValues v = acltest::RunConvBackward(c);
+  ASSERT_TRUE(v.result.ok()) << c.Describe();
+  const naive::Rounder r = naive::CubeOperandRounding(ACL_FLOAT, kUseFp16);
+  const naive::Grads exact = naive::ConvBackward(c.geom, v.gy, v.x, v.w);
+  const naive::Grads rounded = naive::ConvBackward(
+      c.geom, naive::RoundAll(v.gy, r), naive::RoundAll(v.x, r), naive::RoundAll(v.w, r));
+  double least = 1e30;
+  for (size_t i = 0; i < exact.weight.value.size(); ++i)
+    least = std::min(
+        least, std::fabs(exact.weight.value[i] - rounded.weight.value[i]) / exact.weight.scale[i]);
+  EXPECT_GT(least, 1e-4) << c.Describe();
+}
+
+// Forces `algo`, checks both ways against the rounded reference, and that `algo` ran `primitive`.
+void ExpectForcedMatches(const ConvCase& c, const std::string& algo, const std::string& primitive) {
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", algo);
+  ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(acltest::CheckConvBackward(c));
+  EXPECT_TRUE(acltest::CheckConvForward(c));
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("," + primitive + "," + algo + ","), std::string::npos) << log.substr(0, 2000);
+}
+
+// pointwise_gemm: several samples, a channel count past the GEMM's 8 x 48 tile, positions past
+// its K block (256) with a tail.
+TEST(ConvFp16Rounding, PointwiseWeightGradientRoundsInThePacking) {
+  const ConvCase c =
+      Fp16Case(MakeGeom({3, 52, 19, 17}, {40, 52, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), "pw", 41);
+  ExpectDataDiscriminates(c);
+  ExpectForcedMatches(c, "pointwise_gemm", "backward_weight");
+}
+
+// strided_direct: a transposed 3d convolution (its weight gradient is a strided one), ct3d's
+// kernel and strides, several row blocks and planes.
+TEST(ConvFp16Rounding, StridedDirectWeightGradientRounds) {
+  const ConvCase c = Fp16Case(MakeGeom({2, 16, 4, 9, 10}, {16, 8, 3, 3, 3}, {2, 2, 2}, {1, 1, 1},
+                                       {1, 1, 1}, 1, true, {1, 1, 1}),
+                              "t3d", 42);
+  ExpectDataDiscriminates(c);
+  ExpectForcedMatches(c, "strided_direct", "backward_weight");
+}
+
+}  // namespace
