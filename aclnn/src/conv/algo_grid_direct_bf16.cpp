@@ -106,14 +106,6 @@ PackedPass pack_pass(const Pass<const uint16_t*>& ps, float* shared) {
   return PackedPass{off, packed, pk_g};
 }
 
-// Offset in a channel of the output of the grid's output row (o0, o1): column 0 of the row.
-int64_t output_row(const TapGrid& tg, int64_t o0, int64_t o1) {
-  return ((tg.dst_stride[0] * o0 + tg.dst_offset[0]) * tg.dst_size[1] + tg.dst_stride[1] * o1 +
-          tg.dst_offset[1]) *
-             tg.dst_size[2] +
-         tg.dst_offset[2];
-}
-
 // scatter_block into a bf16 output: each output row of the block rounded to bf16 (the narrowing
 // pass's rounding, direct_narrow_avx512) straight into its place, through a short staging row
 // where the output columns are strided (a data gradient's phases).

@@ -115,6 +115,14 @@ void build_band_row(const TapGrid& tg, const Source& src, int64_t src_cstride, i
 void build_band_row(const TapGrid& tg, const uint16_t* src, int64_t src_cstride, int64_t channels,
                     int64_t r, uint16_t* dst, int64_t dst_cstride, int64_t phase_stride);
 
+// The offset in one channel of the destination of output row (o0, o1): where its column 0 goes.
+inline int64_t output_row(const TapGrid& tg, int64_t o0, int64_t o1) {
+  return ((tg.dst_stride[0] * o0 + tg.dst_offset[0]) * tg.dst_size[1] + tg.dst_stride[1] * o1 +
+          tg.dst_offset[1]) *
+             tg.dst_size[2] +
+         tg.dst_offset[2];
+}
+
 // dst[channel o][s*out + off] = block[o][(r - r0) * Wp + o2] for the output positions of grid
 // rows [r0, r1), o < channels (block row stride ld, dst channel stride dst_cstride).
 void scatter_block(const TapGrid& tg, const float* block, int64_t ld, int64_t channels, int64_t r0,
