@@ -162,11 +162,11 @@ constexpr WeightTile kWeightTiles4[kWC4 + 1] = {nullptr,
                                                 weight_tile<4, 6, kUnitC>};
 
 // The weight kernel's calls: output channel blocks of 32 (or 16) x channel tiles x taps, each tap
-// over its window of the runs.
+// over its window of the runs; ahead (not null): per_tile of its lines asked for before each.
 template <bool kUnitC>
 void weight_calls(int64_t m16, int64_t C, int64_t T, const int64_t* xoff, const TapBox* box,
                   const float* x, const InPlaceX& xl, const float* dyt, int64_t ldy,
-                  const WeightRuns& runs, float* dwt) {
+                  const WeightRuns& runs, float* dwt, WeightAhead* ahead = nullptr) {
   // Channel tiles of nearly equal size (32 = 11 + 11 + 10, not 12 + 12 + 8): a narrow tile feeds
   // each dy load to fewer FMAs.
   for (int64_t o0 = 0; o0 < m16;) {
@@ -179,6 +179,7 @@ void weight_calls(int64_t m16, int64_t C, int64_t T, const int64_t* xoff, const 
                               : ov == 2 ? kWeightTiles<2, kUnitC>[rc]
                                         : kWeightTiles<1, kUnitC>[rc];
       for (int64_t t = 0; t < T; ++t) {
+        if (ahead) ask_ahead_lines(ahead);
         const RunWindow w = run_window(runs, box[t]);
         if (w.rows == 0) continue;  // the tap reads only padding here
         const int64_t r = w.start / runs.pitch, j = w.start % runs.pitch;
@@ -211,8 +212,8 @@ void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t*
 void direct_weight_in_place_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* xoff,
                                    const TapBox* box, const float* x, const InPlaceX& xl,
                                    const float* dyt, int64_t ldy, const WeightRuns& runs,
-                                   float* dwt) {
-  weight_calls<false>(m16, C, T, xoff, box, x, xl, dyt, ldy, runs, dwt);
+                                   float* dwt, WeightAhead* ahead) {
+  weight_calls<false>(m16, C, T, xoff, box, x, xl, dyt, ldy, runs, dwt, ahead);
 }
 
 void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
