@@ -176,6 +176,21 @@ int64_t bf16_weight_rows(const Problem& p, const Blocking& b) {
   return rows;
 }
 
+// Most bytes of the next sample asked for (L2 also holds the accumulators and this sample's dy),
+// and the fewest multiply-adds (vector FMAs) a sample computes per line asked for: mnist1's
+// one-channel tiles have too few to hide the asks (backward_weight 1.43 -> 1.58 ms with).
+constexpr int64_t kNextSampleBytes = int64_t{640} << 10;
+constexpr int64_t kNextSampleFmasPerLine = 128;
+
+// Whether the fp32 weight gradient (x read in place) asks for the next sample's x block of nc
+// channels and dy while it computes a sample (ahead_of_next).
+bool asks_next_sample(const ConvGeometry& g, const TapGrid& tg, const Blocking& b, int64_t nc) {
+  const int64_t bytes = (g.cout_g() * g.out_size() + nc * g.in_size()) * 4;
+  const int64_t fmas = g.out_size() * round16(g.cout_g()) / 16 * nc * tg.taps;
+  return b.rows >= tg.rows() && bytes <= kNextSampleBytes &&
+         fmas >= kNextSampleFmasPerLine * (bytes / 64);
+}
+
 Fit plan_weight(const Problem& p) {
   const ConvGeometry& g = p.g;
   const TapGrid tg = forward_grid(g);
@@ -209,6 +224,8 @@ Fit plan_weight(const Problem& p) {
           (converts_x_in_place(p, f.b.cblock) ? converted_elems(g, tg, f.b) : 0),
       p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
   f.b.shared_elems = taps_elems(tg.taps) + boxes_elems(tg.taps) + round16(2 * tg.taps);
+  if (p.avx512() && !p.converts && !p.bf16 && g.N > 1 && asks_next_sample(g, tg, f.b, f.b.cblock))
+    f.reason += ", next sample asked for";
   return f;
 }
 
@@ -320,12 +337,6 @@ void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_
   });
 }
 
-// Most bytes of the next sample asked for (L2 also holds the accumulators and this sample's dy),
-// and the fewest multiply-adds (vector FMAs) a sample computes per line asked for: mnist1's
-// one-channel tiles have too few to hide the asks (backward_weight 1.43 -> 1.58 ms with).
-constexpr int64_t kNextSampleBytes = int64_t{640} << 10;
-constexpr int64_t kNextSampleFmasPerLine = 128;
-
 // The next sample's x block and dy for the kernel calls to ask for while they run, where one
 // block is the whole sample and both fit kNextSampleBytes (else `a` stays empty). The transpose of
 // dy reads Cog rows S_out apart and the kernel x's nc rows: streams the hardware prefetcher does
@@ -335,11 +346,8 @@ constexpr int64_t kNextSampleFmasPerLine = 128;
 bool ahead_of_next(const ConvGeometry& g, const TapGrid& tg, const Blocking& b,
                    const Operands<float>& o, int64_t n, int64_t grp, int64_t c0, int64_t nc,
                    WeightAhead& a) {
+  if (!asks_next_sample(g, tg, b, nc)) return false;
   const int64_t dy_bytes = g.cout_g() * g.out_size() * 4, x_bytes = nc * g.in_size() * 4;
-  const int64_t fmas = g.out_size() * round16(g.cout_g()) / 16 * nc * tg.taps;
-  if (b.rows < tg.rows() || dy_bytes + x_bytes > kNextSampleBytes ||
-      fmas < kNextSampleFmasPerLine * ((dy_bytes + x_bytes) / 64))
-    return false;
   const float* dy = f32_data(o.ysrc.at(((n + 1) * g.C_out + grp * g.cout_g()) * g.out_size()));
   const float* x = f32_data(o.xsrc.at(((n + 1) * g.C_in + grp * g.cin_g() + c0) * g.in_size()));
   if (!dy || !x) return false;
