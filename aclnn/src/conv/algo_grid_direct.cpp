@@ -340,9 +340,9 @@ void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_
 // The next sample's x block and dy for the kernel calls to ask for while they run, where one
 // block is the whole sample and both fit kNextSampleBytes (else `a` stays empty). The transpose of
 // dy reads Cog rows S_out apart and the kernel x's nc rows: streams the hardware prefetcher does
-// not see coming at the start of a sample. Zen 4, 1 thread, backward_weight min ms under load,
-// without / with: stride2 35.1 / 33.0 (x and dy; 34.0 with dy alone), mnist2 10.22 / 9.87,
-// grouped 9.37 / 9.10.
+// not see coming at the start of a sample. Of the benchmark's fp32 cases stride2 and mnist2
+// take it (Zen 4, 1 thread, backward_weight min ms of 3 interleaved runs under load, without /
+// with: stride2 34.5 / 33.3, mnist2 10.04 / 9.80; dy alone gave about half of that).
 bool ahead_of_next(const ConvGeometry& g, const TapGrid& tg, const Blocking& b,
                    const Operands<float>& o, int64_t n, int64_t grp, int64_t c0, int64_t nc,
                    WeightAhead& a) {
