@@ -108,22 +108,7 @@ struct WeightAhead {
   int64_t stride[2] = {0, 0}, count[2] = {0, 0}, bytes[2] = {0, 0};
   int64_t per_tile = 0, set = 0, run = 0, line = 0;
 };
-// Asks for a's next per_tile cache lines (each line of a run once), on from where the previous
-// ask stopped; nothing once both sets are asked for.
-inline void ask_ahead_lines(WeightAhead* a) {
-  for (int64_t k = 0; k < a->per_tile && a->set < 2; ++k) {
-    const int64_t s = a->set;
-    const uintptr_t start = reinterpret_cast<uintptr_t>(a->at[s] + a->run * a->stride[s]);
-    const uintptr_t first = start & ~uintptr_t{63}, end = start + a->bytes[s];
-    __builtin_prefetch(reinterpret_cast<const char*>(first + a->line * 64), 0, 3);
-    if (first + ++a->line * 64 < end) continue;
-    a->line = 0;
-    if (++a->run < a->count[s]) continue;
-    a->run = 0;
-    ++a->set;
-  }
-}
-// Sets a.per_tile so that its lines are asked for over `asks` calls of ask_ahead_lines.
+// Sets a.per_tile so that its lines are asked for over `asks` register tiles.
 inline void spread_ahead(WeightAhead& a, int64_t asks) {
   int64_t lines = 0;
   for (int k = 0; k < 2; ++k) lines += a.count[k] * (a.bytes[k] / 64 + 1);
