@@ -176,6 +176,21 @@ int64_t bf16_weight_rows(const Problem& p, const Blocking& b) {
   return rows;
 }
 
+// Most bytes of the next sample asked for (L2 also holds the accumulators and this sample's dy),
+// and the fewest multiply-adds (vector FMAs) a sample computes per line asked for: mnist1's
+// one-channel tiles have too few to hide the asks (backward_weight 1.43 -> 1.58 ms with).
+constexpr int64_t kNextSampleBytes = int64_t{640} << 10;
+constexpr int64_t kNextSampleFmasPerLine = 128;
+
+// Whether the fp32 weight gradient (x read in place) asks for the next sample's x block of nc
+// channels and dy while it computes a sample (ahead_of_next).
+bool asks_next_sample(const ConvGeometry& g, const TapGrid& tg, const Blocking& b, int64_t nc) {
+  const int64_t bytes = (g.cout_g() * g.out_size() + nc * g.in_size()) * 4;
+  const int64_t fmas = g.out_size() * round16(g.cout_g()) / 16 * nc * tg.taps;
+  return b.rows >= tg.rows() && bytes <= kNextSampleBytes &&
+         fmas >= kNextSampleFmasPerLine * (bytes / 64);
+}
+
 Fit plan_weight(const Problem& p) {
   const ConvGeometry& g = p.g;
   const TapGrid tg = forward_grid(g);
@@ -209,6 +224,8 @@ Fit plan_weight(const Problem& p) {
           (converts_x_in_place(p, f.b.cblock) ? converted_elems(g, tg, f.b) : 0),
       p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
   f.b.shared_elems = taps_elems(tg.taps) + boxes_elems(tg.taps) + round16(2 * tg.taps);
+  if (p.avx512() && !p.converts && !p.bf16 && g.N > 1 && asks_next_sample(g, tg, f.b, f.b.cblock))
+    f.reason += ", next sample asked for";
   return f;
 }
 
@@ -297,7 +314,7 @@ int64_t compact_row(const TapGrid& tg, int64_t r) {
 // with pitch out[2] and x with its own layout.
 void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_t r1,
                     const Source& dy, int64_t m16, const float* x, int64_t nc, const int64_t* xoff,
-                    const TapBox* box, float* stage, float* dy_t, float* dwt) {
+                    const TapBox* box, float* stage, float* dy_t, float* dwt, WeightAhead* ahead) {
   const int64_t n = tg.out[2], q0 = compact_row(tg, r0), Cog = g.cout_g();
   const int64_t positions = (compact_row(tg, r1) - q0) * n;
   if (positions <= 0) return;
@@ -308,11 +325,35 @@ void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_
       dy.at(o * g.out_size() + q0 * n).convert(positions, 1, stage + o * positions);
     direct_transpose(stage, positions, Cog, positions, dy_t, m16, m16);
   }
+  if (ahead) {  // its lines spread over the block's register tiles
+    int64_t calls = 0;
+    weight_runs(tg, r0, r1, kWeightColsInPlace, n, [&](int64_t, const WeightRuns&) { ++calls; });
+    spread_ahead(*ahead, calls * weight_tiles_in_place(m16, nc, tg.taps));
+  }
   weight_runs(tg, r0, r1, kWeightColsInPlace, n, [&](int64_t, const WeightRuns& runs) {
     const int64_t j0 = (runs.o0 * tg.out[1] + runs.o1 - q0) * n + runs.o2;
     direct_weight_in_place_avx512(m16, nc, tg.taps, xoff, box, x + run_source_offset(g, runs),
-                                  in_place_layout(g), dy_t + j0 * m16, m16, runs, dwt);
+                                  in_place_layout(g), dy_t + j0 * m16, m16, runs, dwt, ahead);
   });
+}
+
+// The next sample's x block and dy for the kernel calls to ask for while they run, where one
+// block is the whole sample and both fit kNextSampleBytes (else `a` stays empty). The transpose of
+// dy reads Cog rows S_out apart and the kernel x's nc rows: streams the hardware prefetcher does
+// not see coming at the start of a sample. Of the benchmark's fp32 cases stride2 and mnist2
+// take it (Zen 4, 1 thread, backward_weight min ms of 3 interleaved runs under load, without /
+// with: stride2 34.5 / 33.3, mnist2 10.04 / 9.80; dy alone gave about half of that).
+bool ahead_of_next(const ConvGeometry& g, const TapGrid& tg, const Blocking& b,
+                   const Operands<float>& o, int64_t n, int64_t grp, int64_t c0, int64_t nc,
+                   WeightAhead& a) {
+  if (!asks_next_sample(g, tg, b, nc)) return false;
+  const int64_t dy_bytes = g.cout_g() * g.out_size() * 4, x_bytes = nc * g.in_size() * 4;
+  const float* dy = f32_data(o.ysrc.at(((n + 1) * g.C_out + grp * g.cout_g()) * g.out_size()));
+  const float* x = f32_data(o.xsrc.at(((n + 1) * g.C_in + grp * g.cin_g() + c0) * g.in_size()));
+  if (!dy || !x) return false;
+  a.at[0] = reinterpret_cast<const char*>(dy), a.count[0] = 1, a.bytes[0] = dy_bytes;
+  a.at[1] = reinterpret_cast<const char*>(x), a.count[1] = 1, a.bytes[1] = x_bytes;
+  return true;
 }
 
 void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
@@ -354,7 +395,10 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += b.rows) {
             const int64_t r1 = std::min(tg.rows(), r0 + b.rows);
             if (in_place) {
-              in_place_block(g, tg, r0, r1, dy, m16, xs, nc, xoff, box, stage, dy_t, dwt);
+              WeightAhead ahead;
+              const bool ask = n + 1 < n1 && ahead_of_next(g, tg, b, o, n, grp, c0, nc, ahead);
+              in_place_block(g, tg, r0, r1, dy, m16, xs, nc, xoff, box, stage, dy_t, dwt,
+                             ask ? &ahead : nullptr);
               continue;
             }
             dy_channels_last(tg, dy, S_out, Cog, r0, r1, m16, row, dy_t);

@@ -99,10 +99,39 @@ void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* o
 struct InPlaceX {
   int64_t ldc, step, pitch;
 };
+// Memory a weight-kernel call asks for while it runs (the next block's x and/or dy, which the
+// hardware prefetcher does not see coming: channels x rows of streams): set k is count[k] runs of
+// bytes[k] bytes, stride[k] bytes apart from at[k]; per_tile cache lines are asked for before
+// each register tile, on from where the previous call stopped (set, run, line).
+struct WeightAhead {
+  const char* at[2] = {nullptr, nullptr};
+  int64_t stride[2] = {0, 0}, count[2] = {0, 0}, bytes[2] = {0, 0};
+  int64_t per_tile = 0, set = 0, run = 0, line = 0;
+};
+// Sets a.per_tile so that its lines are asked for over `asks` register tiles.
+inline void spread_ahead(WeightAhead& a, int64_t asks) {
+  int64_t lines = 0;
+  for (int k = 0; k < 2; ++k) lines += a.count[k] * (a.bytes[k] / 64 + 1);
+  if (asks < 1) asks = 1;
+  a.per_tile = (lines + asks - 1) / asks;
+}
+// The weight kernel with x read in place, asking for `ahead`'s memory meanwhile (null:
+// none).
 void direct_weight_in_place_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* xoff,
                                    const TapBox* box, const float* x, const InPlaceX& xl,
                                    const float* dyt, int64_t ldy, const WeightRuns& runs,
-                                   float* dwt);
+                                   float* dwt, WeightAhead* ahead = nullptr);
+// Register tiles of one such call (over every tap): ask_ahead's calls, for WeightAhead's spread.
+// Output channel blocks of 64 (6 input channels a tile), then 32 and 16 (12 a tile).
+inline int64_t weight_tiles_in_place(int64_t m16, int64_t C, int64_t T) {
+  int64_t tiles = 0;
+  for (int64_t o0 = 0; o0 < m16;) {
+    const int64_t ov = o0 + 64 <= m16 ? 4 : o0 + 32 <= m16 ? 2 : 1, wc = ov == 4 ? 6 : 12;
+    tiles += (C + wc - 1) / wc;
+    o0 += 16 * ov;
+  }
+  return tiles * T;
+}
 
 // The part of `runs` tap box b reads: `rows` runs of L positions from position `start` of the
 // call (rows or L zero: none).
@@ -140,15 +169,6 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
 void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                              const TapBox* box, const uint32_t* xt, int64_t ldx,
                              const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt);
-// Memory a weight-kernel call asks for while it runs (the next block's x and dy, which the
-// hardware prefetcher does not see coming: channels x rows of streams): set k is count[k] runs of
-// bytes[k] bytes, stride[k] bytes apart from at[k]; per_tile cache lines are asked for before
-// each register tile, on from where the previous call stopped (set, run, line).
-struct WeightAhead {
-  const char* at[2] = {nullptr, nullptr};
-  int64_t stride[2] = {0, 0}, count[2] = {0, 0}, bytes[2] = {0, 0};
-  int64_t per_tile = 0, set = 0, run = 0, line = 0;
-};
 // direct_grid_weight_bf16, asking for `ahead`'s memory meanwhile.
 void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                                    const TapBox* box, const uint32_t* xt, int64_t ldx,
