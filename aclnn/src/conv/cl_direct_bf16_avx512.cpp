@@ -97,9 +97,7 @@ template <int UR>
 ACLNN_AVX512_INLINE void store_tile_bf16(const __m512 (&acc)[UR], uint16_t* out16, int64_t ld_out,
                                          int64_t nch, int64_t os) {
   __m512 v[16];
-#pragma GCC unroll 16
-  for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
-  gemm::transpose16(v);
+  cl_tile_by_channel<UR>(acc, v);
   const __mmask16 m = gemm::first_lanes(UR);
   const __mmask32 even = 0x55555555u & ((1u << (2 * UR - 1)) - 1);  // positions 0, 2, .., 2 UR - 2
   if (os == 1 || os == 2) {

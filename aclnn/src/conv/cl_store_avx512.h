@@ -59,15 +59,22 @@ ACLNN_AVX512_INLINE void cl_store_rows16(const __m512* v, float* out, int64_t ld
   }
 }
 
+// v[o] = channel o's positions of a tile whose acc[u] holds the 16 channels at position u < UR:
+// a 16 x 16 transpose, positions past UR zero.
+template <int UR>
+ACLNN_AVX512_INLINE void cl_tile_by_channel(const __m512 (&acc)[UR], __m512 (&v)[16]) {
+#pragma GCC unroll 16
+  for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
+  gemm::transpose16(v);
+}
+
 // acc[u] = the 16 output channels at position u < UR of a tile -> out[o * ld_out + u * os] for
-// o < nch: a 16 x 16 transpose (positions past UR zero), then cl_store_rows.
+// o < nch: cl_tile_by_channel, then cl_store_rows.
 template <int UR>
 ACLNN_AVX512_INLINE void cl_store_tile(const __m512 (&acc)[UR], float* out, int64_t ld_out,
                                        int64_t nch, int64_t os) {
   __m512 v[16];
-#pragma GCC unroll 16
-  for (int u = 0; u < 16; ++u) v[u] = u < UR ? acc[u < UR ? u : 0] : _mm512_setzero_ps();
-  gemm::transpose16(v);
+  cl_tile_by_channel<UR>(acc, v);
   if (nch == 16 && (os == 1 || os == 2)) {
     cl_store_rows16<UR>(v, out, ld_out, os);
   } else {

@@ -17,6 +17,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "conv/bf16_narrow_avx512.h"
 #include "conv/direct_grid_forward_avx512.h"
 #include "gemm/avx512_util.h"
 
@@ -325,15 +326,8 @@ void direct_narrow_avx512(bool bf16, const float* src, int64_t n, uint16_t* dst)
     __m256i h;
     if (!bf16) {
       h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    } else {  // x + 0x7FFF + (bit 16 of x), upper half; NaN: upper half with the quiet bit set
-      const __m512i x = _mm512_castps_si512(v);
-      const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-      __m512i r = _mm512_srli_epi32(
-          _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-      const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-      r = _mm512_mask_mov_epi32(r, nan,
-                                _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40)));
-      h = _mm512_cvtepi32_epi16(r);
+    } else {
+      h = _mm512_cvtepi32_epi16(bf16_bits_rne(v));
     }
     _mm256_mask_storeu_epi16(dst + i, m, h);
   }
