@@ -111,25 +111,19 @@ PackedPass pack_pass(const Pass<const uint16_t*>& ps, float* shared) {
 // where the output columns are strided (a data gradient's phases).
 void scatter_block16(const TapGrid& tg, const float* block, int64_t ld, int64_t channels,
                      int64_t r0, int64_t r1, uint16_t* dst, int64_t dst_cstride) {
-  const int64_t Hp = tg.Hp(), Wp = tg.Wp(), n = tg.out[2], s2 = tg.dst_stride[2];
+  const int64_t Wp = tg.Wp(), n = tg.out[2], s2 = tg.dst_stride[2];
   constexpr int64_t kStage = 256;
   uint16_t stage[kStage];
-  for (int64_t o = 0; o < channels; ++o)
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t o0 = r / Hp, o1 = r % Hp;
-      if (o1 >= tg.out[1]) continue;  // between two 3d output planes
-      const float* src = block + o * ld + (r - r0) * Wp;
-      uint16_t* row = dst + o * dst_cstride + output_row(tg, o0, o1);
-      if (s2 == 1) {
-        direct_narrow_avx512(true, src, n, row);
-        continue;
-      }
-      for (int64_t w0 = 0; w0 < n; w0 += kStage) {
-        const int64_t len = std::min(kStage, n - w0);
-        direct_narrow_avx512(true, src + w0, len, stage);
-        for (int64_t w = 0; w < len; ++w) row[(w0 + w) * s2] = stage[w];
-      }
+  for_output_rows(tg, channels, r0, r1, [&](int64_t o, int64_t i, int64_t at) {
+    const float* src = block + o * ld + i * Wp;
+    uint16_t* row = dst + o * dst_cstride + at;
+    if (s2 == 1) return direct_narrow_avx512(true, src, n, row);
+    for (int64_t w0 = 0; w0 < n; w0 += kStage) {
+      const int64_t len = std::min(kStage, n - w0);
+      direct_narrow_avx512(true, src + w0, len, stage);
+      for (int64_t w = 0; w < len; ++w) row[(w0 + w) * s2] = stage[w];
     }
+  });
 }
 
 // zero_phase into a bf16 dx: the outputs of a phase no tap reaches (+0.0).

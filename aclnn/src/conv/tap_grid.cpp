@@ -408,24 +408,19 @@ void build_band(const TapGrid& tg, const Source& src, int64_t src_cstride, int64
 
 void scatter_block(const TapGrid& tg, const float* block, int64_t ld, int64_t channels, int64_t r0,
                    int64_t r1, float* dst, int64_t dst_cstride) {
-  const int64_t Hp = tg.Hp(), Wp = tg.Wp(), n = tg.out[2];
-  const int64_t s2 = tg.dst_stride[2];
+  const int64_t Wp = tg.Wp(), n = tg.out[2], s2 = tg.dst_stride[2];
   const bool avx512 = gemm::have_avx512();
-  for (int64_t o = 0; o < channels; ++o) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t o0 = r / Hp, o1 = r % Hp;
-      if (o1 >= tg.out[1]) continue;  // between two 3d output planes
-      const float* src = block + o * ld + (r - r0) * Wp;
-      float* row = dst + o * dst_cstride + output_row(tg, o0, o1);
-      if (s2 == 1) {
-        std::memcpy(row, src, static_cast<size_t>(n) * sizeof(float));
-      } else if (s2 == 2 && avx512) {
-        direct_scatter2_avx512(src, n, row);
-      } else {
-        for (int64_t w = 0; w < n; ++w) row[w * s2] = src[w];
-      }
+  for_output_rows(tg, channels, r0, r1, [&](int64_t o, int64_t i, int64_t at) {
+    const float* src = block + o * ld + i * Wp;
+    float* row = dst + o * dst_cstride + at;
+    if (s2 == 1) {
+      std::memcpy(row, src, static_cast<size_t>(n) * sizeof(float));
+    } else if (s2 == 2 && avx512) {
+      direct_scatter2_avx512(src, n, row);
+    } else {
+      for (int64_t w = 0; w < n; ++w) row[w * s2] = src[w];
     }
-  }
+  });
 }
 
 void gather_block(const TapGrid& tg, const float* src, int64_t src_cstride, int64_t channels,

@@ -123,6 +123,15 @@ inline int64_t output_row(const TapGrid& tg, int64_t o0, int64_t o1) {
          tg.dst_offset[2];
 }
 
+// Calls row(o, i, at) for each channel o < channels and each grid row r0 + i of [r0, r1) that
+// holds outputs (not those between two 3d output planes), with at = output_row of that row.
+template <typename Row>
+void for_output_rows(const TapGrid& tg, int64_t channels, int64_t r0, int64_t r1, Row&& row) {
+  for (int64_t o = 0; o < channels; ++o)
+    for (int64_t r = r0; r < r1; ++r)
+      if (r % tg.Hp() < tg.out[1]) row(o, r - r0, output_row(tg, r / tg.Hp(), r % tg.Hp()));
+}
+
 // dst[channel o][s*out + off] = block[o][(r - r0) * Wp + o2] for the output positions of grid
 // rows [r0, r1), o < channels (block row stride ld, dst channel stride dst_cstride).
 void scatter_block(const TapGrid& tg, const float* block, int64_t ld, int64_t channels, int64_t r0,
