@@ -176,19 +176,13 @@ int64_t bf16_weight_rows(const Problem& p, const Blocking& b) {
   return rows;
 }
 
-// Most bytes of the next sample asked for (L2 also holds the accumulators and this sample's dy),
-// and the fewest multiply-adds (vector FMAs) a sample computes per line asked for: mnist1's
-// one-channel tiles have too few to hide the asks (backward_weight 1.43 -> 1.58 ms with).
-constexpr int64_t kNextSampleBytes = int64_t{640} << 10;
-constexpr int64_t kNextSampleFmasPerLine = 128;
-
 // Whether the fp32 weight gradient (x read in place) asks for the next sample's x block of nc
-// channels and dy while it computes a sample (ahead_of_next).
+// channels and dy while it computes a sample (ahead_of_next), within direct_grid.h's bounds.
 bool asks_next_sample(const ConvGeometry& g, const TapGrid& tg, const Blocking& b, int64_t nc) {
   const int64_t bytes = (g.cout_g() * g.out_size() + nc * g.in_size()) * 4;
   const int64_t fmas = g.out_size() * round16(g.cout_g()) / 16 * nc * tg.taps;
-  return b.rows >= tg.rows() && bytes <= kNextSampleBytes &&
-         fmas >= kNextSampleFmasPerLine * (bytes / 64);
+  return b.rows >= tg.rows() && bytes <= kAheadMaxBytes &&
+         fmas >= kAheadMinWorkPerLine * (bytes / 64);
 }
 
 Fit plan_weight(const Problem& p) {
@@ -338,7 +332,7 @@ void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_
 }
 
 // The next sample's x block and dy for the kernel calls to ask for while they run, where one
-// block is the whole sample and both fit kNextSampleBytes (else `a` stays empty). The transpose of
+// block is the whole sample and both fit kAheadMaxBytes (else `a` stays empty). The transpose of
 // dy reads Cog rows S_out apart and the kernel x's nc rows: streams the hardware prefetcher does
 // not see coming at the start of a sample. Of the benchmark's fp32 cases stride2 and mnist2
 // take it (Zen 4, 1 thread, backward_weight min ms of 3 interleaved runs under load, without /

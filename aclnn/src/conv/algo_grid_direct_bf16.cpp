@@ -173,10 +173,6 @@ void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n,
   }
 }
 
-// The ask-ahead's bounds (weight_block).
-constexpr int64_t kAheadDots = 128;
-constexpr int64_t kAheadBytes = int64_t{640} << 10;
-
 // dy's offset of grid row r (-1: a row between two 3d planes, or r >= r1).
 int64_t dy_row(const TapGrid& tg, int64_t r, int64_t r1) {
   const int64_t o0 = r / tg.Hp(), o1 = r % tg.Hp();
@@ -305,14 +301,12 @@ void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_
   int64_t count = 0, positions = 0;
   calls([&](int64_t r, int64_t e) { ++count, positions += (e - r) * L2; });
   const int64_t bytes = ahead->count[0] * ahead->bytes[0] + ahead->count[1] * ahead->bytes[1];
-  const int64_t lines =
-      ahead->count[0] * (ahead->bytes[0] / 64 + 1) + ahead->count[1] * (ahead->bytes[1] / 64 + 1);
-  ahead->per_tile = ceil_div(lines, std::max<int64_t>(1, count * weight_tiles_bf16(m16, nc, T)));
-  // Asked for only where the kernel has the time and L2 the room: at least kAheadDots dots a line
-  // (mnist1's one-channel tiles: 1.03 -> 1.39 ms with), at most kAheadBytes (c1d_audio's 1.5 MB
-  // samples: 46.3 -> 52.6 ms with; Zen 4, 1 thread).
+  const int64_t lines = ahead_lines(*ahead);
+  spread_ahead(*ahead, count * weight_tiles_bf16(m16, nc, T));
+  // Asked for only where the kernel has the time and L2 the room (direct_grid.h's bounds).
   const int64_t dots = positions * (m16 / 16) * nc * T;
-  if (lines == 0 || dots / lines < kAheadDots || bytes > kAheadBytes) ahead->per_tile = 0;
+  if (lines == 0 || dots / lines < kAheadMinWorkPerLine || bytes > kAheadMaxBytes)
+    ahead->per_tile = 0;
   calls([&](int64_t r, int64_t e) {
     const int64_t p0 = (r - r0) * pitch;
     direct_grid_weight_ahead_bf16(m16, nc, T, off, box, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16,
