@@ -126,18 +126,6 @@ void scatter_block16(const TapGrid& tg, const float* block, int64_t ld, int64_t 
   });
 }
 
-// zero_phase into a bf16 dx: the outputs of a phase no tap reaches (+0.0).
-void zero_phase16(const ConvGeometry& g, const TapGrid& tg, uint16_t* dx) {
-  for_tasks(g.N, [&](int64_t n) {
-    for (int64_t c = 0; c < g.C_in; ++c)
-      for (int64_t o0 = 0; o0 < tg.out[0]; ++o0)
-        for (int64_t o1 = 0; o1 < tg.out[1]; ++o1) {
-          uint16_t* row = dx + (n * g.C_in + c) * g.in_size() + output_row(tg, o0, o1);
-          for (int64_t w = 0; w < tg.out[2]; ++w) row[w * tg.dst_stride[2]] = 0;
-        }
-  });
-}
-
 // Task (sample n, group grp, block blk of grid rows) of a pass in bf16: band of pairs, pair
 // kernel, scatter (into out16, the output as bf16, where set). slot: [m, cols], then the band of
 // pairs, then one staging row.
@@ -394,7 +382,7 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
     grids[i] = data_grid(g, data_phase(g, i));
     if (grids[i].empty()) {
       if (o.out16) {
-        zero_phase16(g, grids[i], o.out16);
+        zero_phase(g, grids[i], o.out16);
       } else {
         zero_phase(g, grids[i], o.out);
       }

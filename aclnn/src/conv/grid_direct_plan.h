@@ -183,8 +183,10 @@ Pass<Src> data_pass(const Problem& p, const Blocking& b, const TapGrid& tg, Src 
   return grouped_pass(p, b, tg, Cig, g.cout_g(), dy, g.out_size(), dx, g.in_size(), w, K, Cig * K);
 }
 
-// Zeroes the dx positions of a phase no tap reaches.
-inline void zero_phase(const ConvGeometry& g, const TapGrid& tg, float* dx) {
+// Zeroes the dx positions of a phase no tap reaches (dx fp32, or bf16 bits stored by the bf16
+// passes).
+template <typename T>
+void zero_phase(const ConvGeometry& g, const TapGrid& tg, T* dx) {
   for_tasks(g.N, [&](int64_t n) {
     zero_outputs(tg, g.C_in, dx + n * g.C_in * g.in_size(), g.in_size());
   });

@@ -441,13 +441,4 @@ void gather_block(const TapGrid& tg, const float* src, int64_t src_cstride, int6
   }
 }
 
-void zero_outputs(const TapGrid& tg, int64_t channels, float* dst, int64_t dst_cstride) {
-  for (int64_t o = 0; o < channels; ++o)
-    for (int64_t o0 = 0; o0 < tg.out[0]; ++o0)
-      for (int64_t o1 = 0; o1 < tg.out[1]; ++o1) {
-        float* row = dst + o * dst_cstride + output_row(tg, o0, o1);
-        for (int64_t w = 0; w < tg.out[2]; ++w) row[w * tg.dst_stride[2]] = 0.0f;
-      }
-}
-
 }  // namespace aclnn_cpu::conv

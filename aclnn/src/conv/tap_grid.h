@@ -146,7 +146,16 @@ void gather_block(const TapGrid& tg, const float* src, int64_t src_cstride, int6
 // (AVX2 + FMA; call only where gemm::isa() is at least kAvx2).
 void phase_split2_avx2(const float* src, int64_t n, float* even, float* odd);
 
-// Zeroes the dst positions of every output of the grid (a data-gradient phase no tap reaches).
-void zero_outputs(const TapGrid& tg, int64_t channels, float* dst, int64_t dst_cstride);
+// Zeroes the dst positions of every output of the grid (a data-gradient phase no tap reaches):
+// fp32, or bf16 bits (+0.0 is all zero bits in both).
+template <typename T>
+void zero_outputs(const TapGrid& tg, int64_t channels, T* dst, int64_t dst_cstride) {
+  for (int64_t o = 0; o < channels; ++o)
+    for (int64_t o0 = 0; o0 < tg.out[0]; ++o0)
+      for (int64_t o1 = 0; o1 < tg.out[1]; ++o1) {
+        T* row = dst + o * dst_cstride + output_row(tg, o0, o1);
+        for (int64_t w = 0; w < tg.out[2]; ++w) row[w * tg.dst_stride[2]] = T{0};
+      }
+}
 
 }  // namespace aclnn_cpu::conv
