@@ -167,22 +167,19 @@ void tap_offsets(const ConvGeometry& g, int64_t Rx, int64_t Wx, int64_t elems, i
   }
 }
 
-// Asks for the cache lines of `channels` source rows of n elements, `cstride` apart (fp32 only):
-// the copies below read many rows at once, more streams than the hardware prefetcher follows.
-void prefetch_rows(const Source& src, int64_t channels, int64_t cstride, int64_t n) {
-  if (src.kind != SrcKind::kF32) return;
-  for (int64_t c = 0; c < channels; ++c) {
-    const char* p = static_cast<const char*>(src.at(c * cstride).data);
-    for (int64_t b = 0; b < n * 4; b += 64) __builtin_prefetch(p + b);
-  }
-}
-
 // Asks for the cache lines of n elements of `src` (any kind): the next of the short runs the
 // conversions below read one after another, so that its misses overlap the current one's work.
 void prefetch_run(const Source& src, int64_t n) {
   const char* p = static_cast<const char*>(src.data);
   const int64_t bytes = n * static_cast<int64_t>(src.elem_bytes());
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+}
+
+// Asks for the cache lines of `channels` source rows of n elements, `cstride` apart (fp32 only):
+// the copies below read many rows at once, more streams than the hardware prefetcher follows.
+void prefetch_rows(const Source& src, int64_t channels, int64_t cstride, int64_t n) {
+  if (src.kind != SrcKind::kF32) return;
+  for (int64_t c = 0; c < channels; ++c) prefetch_run(src.at(c * cstride), n);
 }
 
 // dst[c * ldc + k] = channel c of `src` (channel stride cstride) at element k, converted, for
