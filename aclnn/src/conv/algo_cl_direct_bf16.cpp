@@ -208,10 +208,25 @@ struct ChunkLists {
   }
 };
 
-// Output rows [r0, r1) of a phase for one (sample, group): dy2 [C2, S_out] -> dx [m, S_in], in
-// fp32 (out) or, where out16 is set, bf16.
-void run_rows(const Phase& ps, const uint32_t* dy2, float* out, uint16_t* out16, int64_t r0,
-              int64_t r1, const ChunkLists& L, const uint32_t* packed) {
+// Where dx goes: fp32 (f32) or, where the engine passes Operands::out16, bf16 bits (bf16); one
+// of the two is set.
+struct DxOut {
+  float* f32 = nullptr;
+  uint16_t* bf16 = nullptr;
+
+  DxOut at(int64_t k) const { return {f32 ? f32 + k : nullptr, bf16 ? bf16 + k : nullptr}; }
+  void zero(int64_t k) const {  // +0.0 in either
+    if (bf16) {
+      bf16[k] = 0;
+    } else {
+      f32[k] = 0.0f;
+    }
+  }
+};
+
+// Output rows [r0, r1) of a phase for one (sample, group): dy2 [C2, S_out] -> dx [m, S_in].
+void run_rows(const Phase& ps, const uint32_t* dy2, DxOut out, int64_t r0, int64_t r1,
+              const ChunkLists& L, const uint32_t* packed) {
   const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
   const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.s == 1 ? W.dil : 1;
@@ -231,18 +246,10 @@ void run_rows(const Phase& ps, const uint32_t* dy2, float* out, uint16_t* out16,
     const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
     r.w = packed + blk * ps.C2() * ps.taps() * 16;
     for (int64_t row = r0; row < r1; ++row) {
-      const int64_t at = dst_row[row - r0] + blk * 16 * S_dst;
-      float* dst_blk = out16 ? nullptr : out + at;
-      uint16_t* dst16_blk = out16 ? out16 + at : nullptr;
-      if (nW == 0) {  // no tap reaches this phase: zeros (+0.0 in bf16 too)
+      const DxOut dst = out.at(dst_row[row - r0] + blk * 16 * S_dst);
+      if (nW == 0) {  // no tap reaches this phase: zeros
         for (int64_t o = 0; o < nch; ++o)
-          for (int64_t u = 0; u < W.out; ++u) {
-            if (out16) {
-              dst16_blk[o * S_dst + u * W.s] = 0;
-            } else {
-              dst_blk[o * S_dst + u * W.s] = 0.0f;
-            }
-          }
+          for (int64_t u = 0; u < W.out; ++u) dst.zero(o * S_dst + u * W.s);
         continue;
       }
       r.rows = L.n[row - r0];
@@ -252,8 +259,8 @@ void run_rows(const Phase& ps, const uint32_t* dy2, float* out, uint16_t* out16,
         for (int64_t i = 0, j0 = 0; i < tiles[res]; ++i) {
           const int64_t width = q + (i < wide), u0 = res + d * j0;
           r.col0 = u0 + e0;
-          cl_direct_row_bf16(width, nW, r, dst_blk ? dst_blk + u0 * W.s : nullptr,
-                             dst16_blk ? dst16_blk + u0 * W.s : nullptr, S_dst, nch, d * W.s);
+          const DxOut tile = dst.at(u0 * W.s);
+          cl_direct_row_bf16(width, nW, r, tile.f32, tile.bf16, S_dst, nch, d * W.s);
           j0 += width;
         }
       }
@@ -321,9 +328,8 @@ void backward_data_bf16(const Problem& p, const Blocking& b, const Operands<floa
         const int64_t e = std::min(r1, r0 + kRowChunk);
         lists.list(ps, r0, e);
         done.cover(lists.span);
-        const int64_t dx_at = ng * ps.m * ps.dst_size();  // dx [N, groups, Cig, S_in]
-        run_rows(ps, dy2, o.out16 ? nullptr : o.out + dx_at, o.out16 ? o.out16 + dx_at : nullptr,
-                 r0, e, lists, packed + grp * per_group);
+        const DxOut dx = DxOut{o.out, o.out16}.at(ng * ps.m * ps.dst_size());  // [N, g, Cig, S_in]
+        run_rows(ps, dy2, dx, r0, e, lists, packed + grp * per_group);
       }
       packed += packed_units(ps, g.groups);
     }
