@@ -173,12 +173,9 @@ void plan_workspace(Plan& p) {
   const ConvJob& j = p.job;
   p.chunk[0] = output_chunk<T>(j.out_y, j.g.N);
   p.chunk[1] = output_chunk<T>(j.out_x, j.g.N);
-  unsigned __int128 scratch = 0;
-  for (int i = 0; i < kPrimitiveCount; ++i) {
-    if (!requested(j, i)) continue;
-    p.choice[i] = choose_algorithm(static_cast<Primitive>(i), run_problem(p, Primitive(i)));
-    scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
-  }
+  for (int i = 0; i < kPrimitiveCount; ++i)
+    if (requested(j, i))
+      p.choice[i] = choose_algorithm(static_cast<Primitive>(i), run_problem(p, Primitive(i)));
   // A bf16 y or dx stored by its kernel needs no fp32 buffer, so no runs of a few samples either:
   // planned again for the whole batch (and kept only if the kernel is chosen again).
   for (int i = 0; i < 2; ++i) {
@@ -189,10 +186,13 @@ void plan_workspace(Plan& p) {
         p.chunk[i] = chunk;
         p.choice[i] = choose_algorithm(Primitive(i), run_problem(p, Primitive(i)));
       }
-      scratch = std::max(scratch, scratch_bytes<T>(*p.choice[i], p.problem.slots));
     }
     p.out16[i] = stores16(p, i);
   }
+  // One scratch region for the final choices (the primitives run one after another).
+  unsigned __int128 scratch = 0;
+  for (const std::optional<Choice>& c : p.choice)
+    if (c) scratch = std::max(scratch, scratch_bytes<T>(*c, p.problem.slots));
   // The fused depthwise pass writes dx plane by plane into its view: no dx buffer.
   const bool fused = fuses_depthwise(p);
   if (fused) {
