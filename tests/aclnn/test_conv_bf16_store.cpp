@@ -8,7 +8,6 @@
 // row, phases no tap reaches, a transposed conv's gradInput (the forward primitive), and batches
 // of 8 whose fp32 gradInput would be computed in runs of samples (the dense one is planned again
 // for the whole batch: "chunk:0" on its plan line).
-#include <algorithm>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -73,15 +72,8 @@ std::vector<StoreCase> Cases() {
 
 // The plan line of `log` for `primitive` (empty if none).
 std::string PlanLine(const std::string& log, const std::string& primitive) {
-  for (size_t at = 0; at < log.size();) {
-    const size_t end = std::min(log.find('\n', at), log.size());
-    const std::string line = log.substr(at, end - at);
-    if (line.rfind("aclnn_cpu_verbose,plan,", 0) == 0 &&
-        line.find("," + primitive + ",") != line.npos)
-      return line;
-    at = end + 1;
-  }
-  return "";
+  const std::vector<std::string> lines = acltest::VerbosePlanLines(log, "," + primitive + ",");
+  return lines.empty() ? "" : lines.front();
 }
 
 class Bf16Store : public ::testing::TestWithParam<StoreCase> {};

@@ -4,7 +4,6 @@
 // are too small for that rule, so these shapes are sized to take it (unit stride and stride 2,
 // several samples, one and two input-channel blocks); the plan line says so, and the gradients
 // must still match the float64 reference (the asks read nothing into the result).
-#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -43,13 +42,7 @@ TEST(ConvWeightAhead, NextSampleAskedForAndGradientsExact) {
   for (const ConvCase& c : cases) EXPECT_TRUE(acltest::CheckConvBackward(c)) << c.label;
   const std::string log = ::testing::internal::GetCapturedStderr();
   int weights = 0, asked = 0;
-  for (size_t at = 0; at < log.size();) {
-    const size_t end = std::min(log.find('\n', at), log.size());
-    const std::string line = log.substr(at, end - at);
-    at = end + 1;
-    if (line.rfind("aclnn_cpu_verbose,plan,", 0) != 0 ||
-        line.find(",backward_weight,grid_direct,") == std::string::npos)
-      continue;
+  for (const std::string& line : acltest::VerbosePlanLines(log, ",backward_weight,grid_direct,")) {
     ++weights;
     asked += line.find("next sample asked for") != std::string::npos;
   }

@@ -54,6 +54,9 @@ double UlpOf(double x, aclDataType dtype);
 size_t DtypeBytes(aclDataType dtype);  // 1, 2, 4 or 8 for the float dtypes (8-bit included)
 std::string DtypeName(aclDataType dtype);
 std::string ShapeStr(const std::vector<int64_t>& shape);
+// The ACLNN_CPU_VERBOSE plan lines ("aclnn_cpu_verbose,plan,...") of a captured stderr log, in
+// order; only those containing `part` where it is not empty.
+std::vector<std::string> VerbosePlanLines(const std::string& log, const std::string& part = "");
 int64_t Numel(const std::vector<int64_t>& shape);
 
 // ---- runtime ----
