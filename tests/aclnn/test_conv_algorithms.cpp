@@ -194,50 +194,44 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
   const std::string log = ::testing::internal::GetCapturedStderr();
   const std::string ran = (a.primitive == "all" ? "" : "," + a.primitive) + "," + a.name + ",";
   const std::string isa = ",isa=" + ExpectedIsa() + ",";
-  int count = 0, timed = 0;
-  for (size_t at = 0; at < log.size();) {
-    const size_t end = std::min(log.find('\n', at), log.size());
-    const std::string line = log.substr(at, end - at);
-    const bool plan = line.rfind("aclnn_cpu_verbose,plan,", 0) == 0;
-    count += plan && line.find(ran) != std::string::npos;
-    timed += line.rfind("aclnn_cpu_verbose,exec,", 0) == 0 && line.find(ran) != std::string::npos &&
-             line.size() > 3 && line.compare(line.size() - 3, 3, " ms") == 0;
-    if (plan) {
-      EXPECT_NE(line.find(isa), std::string::npos) << line << " (expected" << isa << ")";
-      // The blocking the algorithm chose, e.g. "blocking=cblock:64 rows:16 cols:1 ranges:2
-      // chunk:0": every field a non-negative count, cblock/cols/ranges at least 1 (ConvTbc's
-      // per-tap GEMMs: "blocking=per-tap-gemms").
-      long cblock = -1, rows = -1, cols = -1, ranges = -1, chunk = -1;
-      const size_t b = line.find(",blocking=");
-      ASSERT_NE(b, std::string::npos) << line;
-      const bool tbc = line.find(",tbc_") != std::string::npos;
-      EXPECT_EQ(tbc, line.find(",blocking=per-tap-gemms,") != std::string::npos) << line;
-      if (!tbc) {
-        ASSERT_EQ(std::sscanf(line.c_str() + b,
-                              ",blocking=cblock:%ld rows:%ld cols:%ld ranges:%ld chunk:%ld",
-                              &cblock, &rows, &cols, &ranges, &chunk),
-                  5)
-            << line;
-      }
-      EXPECT_TRUE(tbc || (cblock >= 1 && rows >= 0 && cols >= 1 && ranges >= 1 && chunk >= 0))
+  const size_t count = acltest::VerbosePlanLines(log, ran).size();
+  int timed = 0;
+  for (const std::string& line : acltest::VerboseLines(log, "exec", ran))
+    timed += line.size() > 3 && line.compare(line.size() - 3, 3, " ms") == 0;
+  for (const std::string& line : acltest::VerbosePlanLines(log)) {
+    EXPECT_NE(line.find(isa), std::string::npos) << line << " (expected" << isa << ")";
+    // The blocking the algorithm chose, e.g. "blocking=cblock:64 rows:16 cols:1 ranges:2
+    // chunk:0": every field a non-negative count, cblock/cols/ranges at least 1 (ConvTbc's
+    // per-tap GEMMs: "blocking=per-tap-gemms").
+    long cblock = -1, rows = -1, cols = -1, ranges = -1, chunk = -1;
+    const size_t b = line.find(",blocking=");
+    ASSERT_NE(b, std::string::npos) << line;
+    const bool tbc = line.find(",tbc_") != std::string::npos;
+    EXPECT_EQ(tbc, line.find(",blocking=per-tap-gemms,") != std::string::npos) << line;
+    if (!tbc) {
+      ASSERT_EQ(std::sscanf(line.c_str() + b,
+                            ",blocking=cblock:%ld rows:%ld cols:%ld ranges:%ld chunk:%ld", &cblock,
+                            &rows, &cols, &ranges, &chunk),
+                5)
           << line;
-      // The arithmetic it runs: bf16 pairs only where the dot kernels run (ACLNN_CPU_BF16_DOT).
-      const bool f32 = line.find(" f32,threads=") != std::string::npos,
-                 f64 = line.find(" f64,threads=") != std::string::npos,
-                 bf16 = line.find(" bf16,threads=") != std::string::npos;
-      EXPECT_EQ(f32 + f64 + bf16, 1) << line;
-      if (bf16) {
-        EXPECT_FALSE(Bf16DotOff()) << line;
-      }
     }
-    at = end + 1;
+    EXPECT_TRUE(tbc || (cblock >= 1 && rows >= 0 && cols >= 1 && ranges >= 1 && chunk >= 0))
+        << line;
+    // The arithmetic it runs: bf16 pairs only where the dot kernels run (ACLNN_CPU_BF16_DOT).
+    const bool f32 = line.find(" f32,threads=") != std::string::npos,
+               f64 = line.find(" f64,threads=") != std::string::npos,
+               bf16 = line.find(" bf16,threads=") != std::string::npos;
+    EXPECT_EQ(f32 + f64 + bf16, 1) << line;
+    if (bf16) {
+      EXPECT_FALSE(Bf16DotOff()) << line;
+    }
   }
   if (a.runs_here) {
-    EXPECT_GT(count, 0) << a.name << " (" << a.primitive << ") never ran on the sweep";
+    EXPECT_GT(count, 0u) << a.name << " (" << a.primitive << ") never ran on the sweep";
     EXPECT_GT(timed, 0) << a.name << " (" << a.primitive << ") ran without a verbose time line";
   } else {  // forced where its kernels cannot run (a wider ISA; bf16-only algorithms: the dot
             // kernels, off with ACLNN_CPU_BF16_DOT=0): never chosen, and the results stay right
-    EXPECT_EQ(count, 0) << a.name << " (" << a.primitive << ") ran without the ISA it needs";
+    EXPECT_EQ(count, 0u) << a.name << " (" << a.primitive << ") ran without the ISA it needs";
     std::printf(
         "note: %s (%s) needs a wider ISA than %s or the bf16 dot kernels; checked that "
         "it never ran\n",
@@ -314,13 +308,7 @@ TEST(ConvAlgorithmPaths, ClDirectForwardStrided) {
   const std::string log = ::testing::internal::GetCapturedStderr();
   const bool avx512 = ExpectedIsa() == "avx512";
   int forwards = 0, strided = 0;
-  for (size_t at = 0; at < log.size();) {
-    const size_t end = std::min(log.find('\n', at), log.size());
-    const std::string line = log.substr(at, end - at);
-    at = end + 1;
-    if (line.rfind("aclnn_cpu_verbose,plan,", 0) != 0 ||
-        line.find(",forward,") == std::string::npos)
-      continue;
+  for (const std::string& line : acltest::VerbosePlanLines(log, ",forward,")) {
     ++forwards;
     const bool cl = line.find(",forward,cl_direct,") != std::string::npos;
     EXPECT_EQ(cl, avx512) << line;

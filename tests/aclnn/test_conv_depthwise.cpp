@@ -46,18 +46,6 @@ struct Form {
   int cube;  // 2: USE_FP16
 };
 
-// Counts lines of `log` that start with `prefix` and contain `part`.
-int Lines(const std::string& log, const std::string& prefix, const std::string& part) {
-  int n = 0;
-  for (size_t at = 0; at < log.size();) {
-    const size_t end = std::min(log.find('\n', at), log.size());
-    const std::string line = log.substr(at, end - at);
-    n += line.rfind(prefix, 0) == 0 && line.find(part) != std::string::npos;
-    at = end + 1;
-  }
-  return n;
-}
-
 TEST(DepthwiseFused, EveryDtypeAndLayoutMatchesReference) {
   acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "depthwise_direct");
   acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
@@ -75,8 +63,10 @@ TEST(DepthwiseFused, EveryDtypeAndLayoutMatchesReference) {
   }
   const std::string log = ::testing::internal::GetCapturedStderr();
   // One time line per fused run, named for the data gradient; none for a separate weight pass.
-  EXPECT_GE(Lines(log, "aclnn_cpu_verbose,exec,", ",backward_data,depthwise_direct,"), calls);
-  EXPECT_EQ(Lines(log, "aclnn_cpu_verbose,exec,", ",backward_weight,"), 0) << log.substr(0, 2000);
+  EXPECT_GE(acltest::VerboseLines(log, "exec", ",backward_data,depthwise_direct,").size(),
+            size_t(calls));
+  EXPECT_EQ(acltest::VerboseLines(log, "exec", ",backward_weight,").size(), 0u)
+      << log.substr(0, 2000);
 }
 
 // gradBias is the sum of the stored dy, not of the fp16-rounded operand USE_FP16 computes with:

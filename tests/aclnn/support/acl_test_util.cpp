@@ -106,13 +106,15 @@ int64_t Rng::Int(int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(gen_);
 }
 
-std::vector<std::string> VerbosePlanLines(const std::string& log, const std::string& part) {
+std::vector<std::string> VerboseLines(const std::string& log, const std::string& kind,
+                                      const std::string& part) {
+  const std::string prefix = "aclnn_cpu_verbose," + kind + ",";
   std::vector<std::string> lines;
   for (size_t at = 0; at < log.size();) {
     const size_t end = std::min(log.find('\n', at), log.size());
     std::string line = log.substr(at, end - at);
     at = end + 1;
-    if (line.rfind("aclnn_cpu_verbose,plan,", 0) == 0 && line.find(part) != std::string::npos)
+    if (line.rfind(prefix, 0) == 0 && line.find(part) != std::string::npos)
       lines.push_back(std::move(line));
   }
   return lines;

@@ -54,9 +54,15 @@ double UlpOf(double x, aclDataType dtype);
 size_t DtypeBytes(aclDataType dtype);  // 1, 2, 4 or 8 for the float dtypes (8-bit included)
 std::string DtypeName(aclDataType dtype);
 std::string ShapeStr(const std::vector<int64_t>& shape);
-// The ACLNN_CPU_VERBOSE plan lines ("aclnn_cpu_verbose,plan,...") of a captured stderr log, in
-// order; only those containing `part` where it is not empty.
-std::vector<std::string> VerbosePlanLines(const std::string& log, const std::string& part = "");
+// The ACLNN_CPU_VERBOSE lines of one kind ("plan": "aclnn_cpu_verbose,plan,<api>,<primitive>,
+// <algorithm>,..."; "exec": "aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms> ms") of a
+// captured stderr log, in order; only those containing `part` where it is not empty.
+std::vector<std::string> VerboseLines(const std::string& log, const std::string& kind,
+                                      const std::string& part = "");
+inline std::vector<std::string> VerbosePlanLines(const std::string& log,
+                                                 const std::string& part = "") {
+  return VerboseLines(log, "plan", part);
+}
 int64_t Numel(const std::vector<int64_t>& shape);
 
 // ---- runtime ----
