@@ -222,9 +222,9 @@ Fit plan_weight(const Problem& p) {
           (converts_x_in_place(p, f.b.cblock) ? converted_elems(g, tg, f.b) : 0),
       p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
   // gradBias is summed from dy as the kernels' transposes read it, where they read it exactly
-  // as stored: fp32 x in place on AVX-512 (or converted a sample at a time); AVX2's band path
-  // leaves it to the engine's channel_sum.
-  f.b.sums_bias = !p.bf16 && p.avx512() && (!p.converts || converts_x_in_place(p, f.b.cblock));
+  // as stored: fp32 x in place on AVX-512 (or converted a sample at a time), and the bf16 run
+  // (its dy pairs); AVX2's band path leaves it to the engine's channel_sum.
+  f.b.sums_bias = p.bf16 || (p.avx512() && (!p.converts || converts_x_in_place(p, f.b.cblock)));
   f.b.shared_elems = weight_shared_elems(tg.taps) + bias_sums_elems(g, f.b);
   if (p.avx512() && !p.converts && !p.bf16 && g.N > 1 && asks_next_sample(g, tg, f.b, f.b.cblock))
     f.reason += ", next sample asked for";
