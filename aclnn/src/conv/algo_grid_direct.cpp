@@ -17,6 +17,10 @@
 //                    not copied at all: the kernel broadcasts it from the source where it lies,
 //                    and dy_t is the block's positions without grid columns (one transpose);
 //                    other dtypes are converted a sample at a time into the slot and read so.
+//                    gradBias [C_out] = sum of dy over n and space: where asked (Operands::bias),
+//                    the first channel block's tasks add dy into per-range double sums as the
+//                    transpose to dy_t reads it (oneDNN sums diff_bias in its first input-channel
+//                    block's pass likewise), so no separate pass streams dy from memory again.
 //
 // Cost rules: above ~4M multiply-adds (the scratch then pays off), at most 25% of the grid's
 // columns dropped, at most 64 phase planes.
@@ -217,7 +221,11 @@ Fit plan_weight(const Problem& p) {
       weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total() +
           (converts_x_in_place(p, f.b.cblock) ? converted_elems(g, tg, f.b) : 0),
       p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
-  f.b.shared_elems = taps_elems(tg.taps) + boxes_elems(tg.taps) + round16(2 * tg.taps);
+  // gradBias is summed from dy as the kernels' transposes read it, where they read it exactly
+  // as stored: fp32 x in place on AVX-512 (or converted a sample at a time), and the bf16 run
+  // (its dy pairs); AVX2's band path leaves it to the engine's channel_sum.
+  f.b.sums_bias = p.bf16 || (p.avx512() && (!p.converts || converts_x_in_place(p, f.b.cblock)));
+  f.b.shared_elems = weight_shared_elems(tg.taps) + bias_sums_elems(g, f.b);
   if (p.avx512() && !p.converts && !p.bf16 && g.N > 1 && asks_next_sample(g, tg, f.b, f.b.cblock))
     f.reason += ", next sample asked for";
   return f;
@@ -306,18 +314,26 @@ int64_t compact_row(const TapGrid& tg, int64_t r) {
 // (AVX-512): dy's positions of those rows are contiguous, so they become channels-last with one
 // transpose, dy_t [positions, m16], with no grid columns between rows; the kernel then walks dy_t
 // with pitch out[2] and x with its own layout.
+// With `sums` (the first input-channel block's tasks): gradBias[o] (sums[o], o < Cog) += the
+// block's dy, added as the transpose reads it.
 void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_t r1,
                     const Source& dy, int64_t m16, const float* x, int64_t nc, const int64_t* xoff,
-                    const TapBox* box, float* stage, float* dy_t, float* dwt, WeightAhead* ahead) {
+                    const TapBox* box, float* stage, float* dy_t, float* dwt, WeightAhead* ahead,
+                    double* sums) {
   const int64_t n = tg.out[2], q0 = compact_row(tg, r0), Cog = g.cout_g();
   const int64_t positions = (compact_row(tg, r1) - q0) * n;
   if (positions <= 0) return;
-  if (const float* dy32 = f32_data(dy)) {
-    direct_transpose(dy32 + q0 * n, g.out_size(), Cog, positions, dy_t, m16, m16);
-  } else {  // other dtypes: the block's positions converted, stage [Cog, positions]
+  const float* dy32 = f32_data(dy);
+  if (!dy32) {  // other dtypes: the block's positions converted, stage [Cog, positions]
     for (int64_t o = 0; o < Cog; ++o)
       dy.at(o * g.out_size() + q0 * n).convert(positions, 1, stage + o * positions);
-    direct_transpose(stage, positions, Cog, positions, dy_t, m16, m16);
+  }
+  const float* src = dy32 ? dy32 + q0 * n : stage;
+  const int64_t ld = dy32 ? g.out_size() : positions;
+  if (sums) {
+    direct_transpose_sums_avx512(src, ld, Cog, positions, dy_t, m16, m16, sums);
+  } else {
+    direct_transpose(src, ld, Cog, positions, dy_t, m16, m16);
   }
   if (ahead) {  // its lines spread over the block's register tiles
     int64_t calls = 0;
@@ -381,6 +397,8 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         float* stage = dwt + ws.dwt;                           // converted: dy [Cog, positions]
         float* x32 = stage + converted_stage_elems(g, tg, b);  // converted: x [nc, S_in]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
+        // gradBias [Cog] of this range and group (first channel block only), or null.
+        double* sums = task_bias_sums(p, b, o, T, n0, grp, c0);  // plan: only when in_place
         for (int64_t n = n0; n < n1; ++n) {
           const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
           const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
@@ -392,7 +410,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
               WeightAhead ahead;
               const bool ask = n + 1 < n1 && ahead_of_next(g, tg, b, o, n, grp, c0, nc, ahead);
               in_place_block(g, tg, r0, r1, dy, m16, xs, nc, xoff, box, stage, dy_t, dwt,
-                             ask ? &ahead : nullptr);
+                             ask ? &ahead : nullptr, sums);
               continue;
             }
             dy_channels_last(tg, dy, S_out, Cog, r0, r1, m16, row, dy_t);
@@ -408,6 +426,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             for (int64_t t = 0; t < T; ++t)
               dst[oc * rows + c * g.k_size() + taps[t].q] = dwt[(t * nc + c) * m16 + oc];
       });
+  finish_bias_sums(p, b, o, T);
 }
 
 }  // namespace

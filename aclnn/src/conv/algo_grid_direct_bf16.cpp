@@ -168,15 +168,18 @@ int64_t dy_row(const TapGrid& tg, int64_t r, int64_t r1) {
 }
 
 // dy2_t[p][o] for the block's grid rows [r0, r1): dy on the grid (bf16, zero in the extra
-// columns and past the block) as pairs of columns, transposed to channels-last row by row.
+// columns and past the block) as pairs of columns, transposed to channels-last row by row. With
+// `sums` (the first input-channel block's tasks): gradBias[o] (sums[o], o < Cog) += the block's
+// dy, added as it is read.
 void dy_pairs(const TapGrid& tg, const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t r0,
-              int64_t r1, int64_t m16, uint32_t* dy2_t) {
+              int64_t r1, int64_t m16, uint32_t* dy2_t, double* sums) {
   const int64_t units = tg.Wp() / 2, n = tg.out[2];
   for (int64_t r = r0; r < r1;) {
     const bool two = units == 8 && r + 1 < r1;  // rows of 8 units in pairs: whole transposes
     const int64_t at = dy_row(tg, r, r1), next = dy_row(tg, r + 2, r1);  // asked for meanwhile
     direct_dy_pairs_bf16(dy, S_out, Cog, m16, at, two ? dy_row(tg, r + 1, r1) : -2, n, units,
-                         at >= 0 && next >= 0 ? next - at : 0, dy2_t + (r - r0) * units * m16);
+                         at >= 0 && next >= 0 ? next - at : 0, dy2_t + (r - r0) * units * m16,
+                         sums);
     r += two ? 2 : 1;
   }
 }
@@ -433,10 +436,12 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
         float* band2_t = base + ws.dy_t + ws.band;                     // [2][P][plane/2][cb16]
         float* dwt = band2_t + ws.band_t;                              // [T, nc, m16]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
+        double* sums = task_bias_sums(p, b, o, T, n0, grp, c0);  // gradBias [Cog], or null
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += rows_b) {
             const int64_t r1 = std::min(tg.rows(), r0 + rows_b);
-            dy_pairs(tg, o.y16 + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16, dy2_t);
+            dy_pairs(tg, o.y16 + (n * g.C_out + grp * Cog) * S_out, S_out, Cog, r0, r1, m16, dy2_t,
+                     sums);
             const uint16_t* x = o.x16 + (n * g.C_in + grp * Cig + c0) * S_in;
             uint32_t* b2 = reinterpret_cast<uint32_t*>(band2_t);
             if (pb.s2 > 0) {
@@ -464,6 +469,7 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
             for (int64_t oc = 0; oc < Cog; ++oc) to[oc * rows] = from[oc];
           }
       });
+  finish_bias_sums(p, b, o, T);
 }
 
 }  // namespace aclnn_cpu::conv::grid_direct

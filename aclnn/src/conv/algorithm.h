@@ -18,7 +18,8 @@
 // scratch by tbb::this_task_arena::current_thread_index(), so `run` must execute inside an arena
 // whose concurrency equals Problem::slots. Results are deterministic for a given plan: every
 // output element is produced by one task in a fixed order, and weight-gradient partial sums over
-// batch ranges are added in range order.
+// batch ranges are added in range order (as are the gradBias sums of a weight pass that makes
+// them, Blocking::sums_bias).
 #pragma once
 
 #include <cstdint>
@@ -68,6 +69,10 @@ struct Blocking {
   int64_t slot_elems = 0;     // per slot: other scratch (column chunks, grid bands, tiles)
   int64_t shared_elems = 0;   // shared by all tasks: packed or flipped weights
   int64_t partial_elems = 0;  // one weight-gradient partial (ranges - 1 of them)
+  // backward_weight: the run can also sum gradBias (dy over samples and positions, per output
+  // channel) from the dy it reads, into Operands::bias where the engine sets it; the engine then
+  // skips its own pass over dy (channel_sum). Its per-range sums live in the shared scratch.
+  bool sums_bias = false;
 };
 
 // Scratch and operands of one run. Inputs are dense (contiguous) T buffers.
@@ -80,6 +85,9 @@ struct Operands {
   T* slots = nullptr;     // slots * (pack_elems + slot_elems): slot s at s * slot_stride()
   T* shared = nullptr;    // shared_elems
   T* partials = nullptr;  // (ranges - 1) * partial_elems
+  // backward_weight with Blocking::sums_bias: gradBias [C_out] = sum of dy over n and space,
+  // written by the run when set (null: the engine sums it itself, or it is not asked for).
+  T* bias = nullptr;
   // bf16 runs: the inputs as dense bf16 bits (x, w, y above are then null).
   const uint16_t* x16 = nullptr;
   const uint16_t* w16 = nullptr;

@@ -165,6 +165,11 @@ void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int
                              float* dst, int64_t ld_dst, int64_t width);
 void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
                            int64_t ld_dst, int64_t width);
+// direct_transpose_avx512 that also adds each source row into sums: sums[r] += sum_{c < cols}
+// src[r * ld_src + c] for r < rows, in double (16 columns at a time in fp32, ~4 roundings deep):
+// the weight gradient's gradBias, summed from dy as the transpose reads it.
+void direct_transpose_sums_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                                  float* dst, int64_t ld_dst, int64_t width, double* sums);
 
 // bf16 (AVX512_BF16, direct_grid_bf16_avx512.cpp; where bf16_dot_kernels()): the same
 // kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of
@@ -212,9 +217,12 @@ void direct_band_pairs_bf16(const uint16_t* x, int64_t S_in, int64_t nc, const P
 // (dy[o * S_out + at + 2 u], dy[o * S_out + at + 2 u + 1]) for u < units, zero past n positions,
 // for o >= Cog and where at < 0 (a grid row holding no outputs).
 // at2 >= -1 (units == 8): the next grid row's too, its dy row at2, in the same pass. next != 0:
-// a later row's offset from at, asked for from memory meanwhile.
+// a later row's offset from at, asked for from memory meanwhile. sums (not null): sums[o] += the
+// elements of channel o read, o < Cog, in double (a weight gradient's gradBias; 32 positions at a
+// time in fp32, ~5 roundings deep).
 void direct_dy_pairs_bf16(const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t m16, int64_t at,
-                          int64_t at2, int64_t n, int64_t units, int64_t next, uint32_t* dy2_t);
+                          int64_t at2, int64_t n, int64_t units, int64_t next, uint32_t* dy2_t,
+                          double* sums = nullptr);
 // out[i] = a[i] | b[i] << 16 for i < n: two bf16 rows as a row of pairs (b null: zeros).
 void direct_interleave_bf16(const uint16_t* a, const uint16_t* b, int64_t n, uint32_t* out);
 // Rows of a pair band: for r < rows, out[r * Wp + k] = the pair (a[at[r] + k - w0],

@@ -215,6 +215,55 @@ void weight_calls(int64_t m16, int64_t C, int64_t T, const int64_t* xoff, const 
   }
 }
 
+// sum of v[0 .. 16) lane-wise as a tree (4 roundings deep, not 15).
+inline __m512 tree_sum16(const __m512 (&v)[16]) {
+  __m512 a[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) a[i] = _mm512_add_ps(v[2 * i], v[2 * i + 1]);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) a[i] = _mm512_add_ps(a[2 * i], a[2 * i + 1]);
+  a[0] = _mm512_add_ps(a[0], a[1]);
+  a[2] = _mm512_add_ps(a[2], a[3]);
+  return _mm512_add_ps(a[0], a[2]);
+}
+
+// sums[i] += s[i] (lanes i < n) in double.
+inline void add_sums(double* sums, __m512d lo, __m512d hi, int64_t n) {
+  const __mmask8 ml = static_cast<__mmask8>(gemm::first_lanes(n)),
+                 mh = static_cast<__mmask8>(gemm::first_lanes(n - 8));
+  _mm512_mask_storeu_pd(sums, ml, _mm512_add_pd(_mm512_maskz_loadu_pd(ml, sums), lo));
+  _mm512_mask_storeu_pd(sums + 8, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, sums + 8), hi));
+}
+
+// dst[c * ld_dst + r] = src[r * ld_src + c] (direct_transpose); kSums: also sums[r] += the row's
+// elements (r < rows), the 16 of a transposed block added in fp32 (tree_sum16: after the
+// transpose its vectors are columns, so the lanes are rows), the blocks' sums in double in column
+// order: a weight gradient's gradBias summed from dy as it is transposed, at ~4 fp32 roundings
+// per 16 positions (PyTorch's fp32 reduction rounds at every add of its cascade).
+template <bool kSums>
+void transpose_rows(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                    int64_t ld_dst, int64_t width, double* sums) {
+  for (int64_t r0 = 0; r0 < width; r0 += 16) {
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+      const __mmask16 cm = gemm::first_lanes(cols - c0);
+      __m512 v[16];
+      for (int i = 0; i < 16; ++i)
+        v[i] = r0 + i < rows ? _mm512_maskz_loadu_ps(cm, src + (r0 + i) * ld_src + c0)
+                             : _mm512_setzero_ps();
+      gemm::transpose16(v);
+      const int64_t n = min64(16, cols - c0);
+      for (int64_t i = 0; i < n; ++i) _mm512_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
+      if (kSums) {  // v[i >= n] are zero (masked loads)
+        const __m512 s = tree_sum16(v);
+        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(s)));
+        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(s, 1)));
+      }
+    }
+    if (kSums && r0 < rows) add_sums(sums + r0, lo, hi, rows - r0);
+  }
+}
+
 }  // namespace
 
 void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
@@ -240,18 +289,12 @@ void direct_weight_in_place_avx512(int64_t m16, int64_t C, int64_t T, const int6
 
 void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
                              float* dst, int64_t ld_dst, int64_t width) {
-  for (int64_t r0 = 0; r0 < width; r0 += 16) {
-    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
-      const __mmask16 cm = gemm::first_lanes(cols - c0);
-      __m512 v[16];
-      for (int i = 0; i < 16; ++i)
-        v[i] = r0 + i < rows ? _mm512_maskz_loadu_ps(cm, src + (r0 + i) * ld_src + c0)
-                             : _mm512_setzero_ps();
-      gemm::transpose16(v);
-      const int64_t n = min64(16, cols - c0);
-      for (int64_t i = 0; i < n; ++i) _mm512_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
-    }
-  }
+  transpose_rows<false>(src, ld_src, rows, cols, dst, ld_dst, width, nullptr);
+}
+
+void direct_transpose_sums_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                                  float* dst, int64_t ld_dst, int64_t width, double* sums) {
+  transpose_rows<true>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
 }
 
 // HF32: keep the fp32 exponent, drop the low 12 mantissa bits with round-to-nearest-even; inf and

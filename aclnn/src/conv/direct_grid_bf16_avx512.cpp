@@ -292,6 +292,33 @@ inline void store_transposed(__m512 (&v)[16], int64_t n, uint32_t* out, int64_t 
   for (int64_t u = 0; u < n; ++u) _mm512_store_ps(reinterpret_cast<float*>(out + u * ld), v[u]);
 }
 
+// lo, hi (the 16 lanes' running sums in double) += the elements of v's 16 units (each a bf16
+// pair; lanes: output channels, zero where nothing was read): each pair summed by vdpbf16ps
+// against ones (exact products; bf16 denormals count as zero, as in the dot kernels), the 16
+// units added in a tree in fp32, that sum in double. oneDNN's bf16 backward-weights kernel sums
+// diff_bias the same way, into one fp32 accumulator.
+inline void add_pair_sums(const __m512 (&v)[16], __m512d& lo, __m512d& hi) {
+  const __m512i ones = _mm512_set1_epi32(0x3F803F80);  // the bf16 pair (1, 1)
+  __m512 a[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    a[i] = dot2(dot2(_mm512_setzero_ps(), _mm512_castps_si512(v[2 * i]), ones),
+                _mm512_castps_si512(v[2 * i + 1]), ones);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) a[i] = _mm512_add_ps(a[2 * i], a[2 * i + 1]);
+  const __m512 s = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
+  lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(s)));
+  hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(s, 1)));
+}
+
+// sums[i] += (lo, hi)[i] for the lanes i < n.
+inline void add_sums(double* sums, __m512d lo, __m512d hi, int64_t n) {
+  const __mmask8 ml = static_cast<__mmask8>(gemm::first_lanes(n)),
+                 mh = static_cast<__mmask8>(gemm::first_lanes(n - 8));
+  _mm512_mask_storeu_pd(sums, ml, _mm512_add_pd(_mm512_maskz_loadu_pd(ml, sums), lo));
+  _mm512_mask_storeu_pd(sums + 8, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, sums + 8), hi));
+}
+
 // The 32 band columns from k0 of one channel as 16 units: src = its source row + the column of
 // k0; km the band columns inside the source, lo_m / hi_m the source words of the two loads of
 // s2 = 2 (whose even words are the columns).
@@ -372,11 +399,13 @@ void direct_band_pairs_bf16(const uint16_t* x, int64_t S_in, int64_t nc, const P
 }
 
 void direct_dy_pairs_bf16(const uint16_t* dy, int64_t S_out, int64_t Cog, int64_t m16, int64_t at,
-                          int64_t at2, int64_t n, int64_t units, int64_t next, uint32_t* dy2_t) {
+                          int64_t at2, int64_t n, int64_t units, int64_t next, uint32_t* dy2_t,
+                          double* sums) {
   // 16 channels' rows at a time, each asked for 4 chunks on where the row is longer, else the
   // row `next` elements on.
   const __mmask32 m2 = at2 < 0 ? 0 : word_range(0, n);
   for (int64_t o0 = 0; o0 < m16; o0 += 16) {
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();  // gradBias of o0 .. o0 + 16
     for (int64_t j0 = 0; j0 < units; j0 += 16) {
       const __mmask32 m = at < 0 ? 0 : word_range(0, n - 2 * j0);
       const int64_t ahead = 2 * (j0 + 64) < n ? 128 : next;
@@ -399,7 +428,9 @@ void direct_dy_pairs_bf16(const uint16_t* dy, int64_t S_out, int64_t Cog, int64_
         v[c] = _mm512_castsi512_ps(w);
       }
       store_transposed(v, at2 >= -1 ? 16 : min64(16, units - j0), dy2_t + j0 * m16 + o0, m16);
+      if (sums) add_pair_sums(v, lo, hi);
     }
+    if (sums && o0 < Cog) add_sums(sums + o0, lo, hi, Cog - o0);
   }
 }
 

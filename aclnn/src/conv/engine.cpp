@@ -128,9 +128,11 @@ class Execution {
       per_sample(Primitive::kBackwardData, j_.out_x, p_.out_x, g.C_in, g.in_size(), g.C_out,
                  g.out_size());
     }
-    if (ow && !fused)
-      run_primitive<T>(api_, p_, Primitive::kBackwardWeight, ops(Primitive::kBackwardWeight, ow),
-                       ws_);
+    if (ow && !fused) {
+      Operands<T> o = ops(Primitive::kBackwardWeight, ow);
+      if (ob && weight_sums_bias(p_)) o.bias = ob, fused_bias = true;  // summed as dy is read
+      run_primitive<T>(api_, p_, Primitive::kBackwardWeight, o, ws_);
+    }
     if (j_.out_w) finish(j_.out_w, p_.out_w, ow);
     if (j_.out_bias) {
       if (ob && !fused_bias)

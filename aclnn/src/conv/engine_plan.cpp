@@ -167,6 +167,19 @@ bool fuses_depthwise(const Plan& p) {
          depthwise_fuses(j.g) && !(j.bias && j.bias->numel() > 0);
 }
 
+bool weight_sums_bias(const Plan& p) {
+  const ConvJob& j = p.job;
+  const std::optional<Choice>& c = p.choice[static_cast<int>(Primitive::kBackwardWeight)];
+  if (p.problem.fp64 || p.tbc != TbcMode::kNone || !c || !c->b.sums_bias || !j.out_bias ||
+      j.out_bias->numel() == 0 || j.bias_sum_of != ConvJob::BiasOf::kY || !j.y ||
+      fuses_depthwise(p))
+    return false;
+  SrcKind kind = SrcKind::kF32;
+  if (c->bf16) return true;  // the dot kernels read the bf16 bits as stored
+  return reads_raw(p, *c) && src_kind_of(j.y->dtype, j.round, &kind) &&
+         (kind == SrcKind::kF32 || kind == SrcKind::kF16 || kind == SrcKind::kBF16);
+}
+
 template <typename T>
 void plan_workspace(Plan& p) {
   if (plan_tbc(p)) return;
@@ -225,7 +238,9 @@ void print_plan(const char* api, const Plan& p) {
     if (!requested(p.job, i)) continue;
     const bool tbc = p.tbc != TbcMode::kNone;
     const char* name = tbc ? tbc_name(p.tbc) : p.choice[i]->algo->name;
-    const std::string why = tbc ? "time-major 1-d views" : p.choice[i]->why;
+    std::string why = tbc ? "time-major 1-d views" : p.choice[i]->why;
+    if (i == static_cast<int>(Primitive::kBackwardWeight) && weight_sums_bias(p))
+      why += "; gradBias summed in this pass";
     // ConvTbc's per-tap GEMMs split time steps by their own rule (tbc_gemm.h).
     const std::string blocking =
         tbc ? "per-tap-gemms" : describe_blocking(p.choice[i]->b, p.chunk[i]);

@@ -63,6 +63,12 @@ InputUse input_use(const Plan& p);
 // (without a bias gradient to add to dx).
 bool fuses_depthwise(const Plan& p);
 
+// Whether the chosen weight algorithm sums gradBias as it reads dy (Blocking::sums_bias), so the
+// engine hands it the gradBias buffer (Operands::bias) and skips channel_sum: fp32 arithmetic,
+// gradBias the sum of dy, and dy read exactly as stored (fp32, fp16 or bf16, no operand rounding:
+// gradBias is not Cube work).
+bool weight_sums_bias(const Plan& p);
+
 // Phase 1 after the geometry checks: the algorithm of each requested primitive and the workspace
 // layout (T = float or double, the arithmetic).
 template <typename T>
