@@ -112,22 +112,16 @@ class Execution {
   void run() {
     pack_inputs();
     const ConvGeometry& g = j_.g;
-    if (j_.out_y && p_.out16[0]) {
-      run_out16(Primitive::kForward, *j_.out_y);
-    } else if (j_.out_y) {
+    if (j_.out_y)
       per_sample(Primitive::kForward, j_.out_y, p_.out_y, g.C_out, g.out_size(), g.C_in,
                  g.in_size());
-    }
     T* ow = j_.out_w ? buffer<T>(j_.out_w, p_.out_w, ws_) : nullptr;
     T* ob = j_.out_bias ? buffer<T>(j_.out_bias, p_.out_bias, ws_) : nullptr;
     bool fused = false, fused_bias = false;
     if constexpr (std::is_same_v<T, float>) fused = fused_depthwise(ow, ob, &fused_bias);
-    if (j_.out_x && p_.out16[1]) {
-      run_out16(Primitive::kBackwardData, *j_.out_x);
-    } else if (j_.out_x && !fused) {
+    if (j_.out_x && !fused)  // (fused_depthwise never runs where the kernel stores bf16 dx)
       per_sample(Primitive::kBackwardData, j_.out_x, p_.out_x, g.C_in, g.in_size(), g.C_out,
                  g.out_size());
-    }
     if (ow && !fused) {
       Operands<T> o = ops(Primitive::kBackwardWeight, ow);
       if (ob && weight_sums_bias(p_)) o.bias = ob, fused_bias = true;  // summed as dy is read
@@ -189,21 +183,21 @@ class Execution {
     return o;
   }
 
-  // forward / backward_data stored by its bf16 kernel into the dense bf16 view `out`.
-  void run_out16(Primitive prim, const View5& out) const {
-    Operands<T> o = ops(prim, nullptr);
-    o.out16 = reinterpret_cast<uint16_t*>(out.origin());
-    run_primitive<T>(api_, p_, prim, o, ws_);
-  }
-
   // An output computed in the workspace goes to its view.
   void finish(const std::optional<View5>& v, uint64_t off, T* buf) const {
     if (buf && off != kNotInWorkspace) unpack(buf, *v);
   }
 
-  // forward / backward_data in runs of p.chunk samples: in = x / dy, out = y / dx.
+  // forward / backward_data in runs of p.chunk samples: in = x / dy, out = y / dx; or, where
+  // the plan has its bf16 kernel store the output (Plan::out16), one run into the dense bf16 view.
   void per_sample(Primitive prim, const std::optional<View5>& out_view, uint64_t off, int64_t C_out,
                   int64_t S_out, int64_t C_in, int64_t S_in) const {
+    if (p_.out16[static_cast<int>(prim)]) {
+      Operands<T> o = ops(prim, nullptr);
+      o.out16 = reinterpret_cast<uint16_t*>(out_view->origin());
+      run_primitive<T>(api_, p_, prim, o, ws_);
+      return;
+    }
     const int64_t N = j_.g.N;
     T* out = buffer<T>(out_view, off, ws_);
     if (!out) return finish(out_view, off, out);
