@@ -1,7 +1,8 @@
-// gradBias summed inside grid_direct's weight gradient (Blocking::sums_bias): on AVX-512 the fp32
-// run adds dy into per-range double sums as it transposes dy for the kernel, the bf16 run as it
-// builds its dy pairs, and the engine then skips its own pass over dy (channel_sum). The plan line
-// of backward_weight says "gradBias summed in this pass".
+// gradBias summed inside the weight gradient (Blocking::sums_bias): grid_direct on AVX-512 adds dy
+// into per-range double sums as its fp32 run transposes dy for the kernel, its bf16 run as it
+// builds its dy pairs; pointwise_gemm (fp32 runs, any ISA) sums each dy block just before its
+// GEMM reads it. The engine then skips its own pass over dy (channel_sum). The plan line of
+// backward_weight says "gradBias summed in this pass".
 //
 // These tests force grid_direct (ACLNN_CPU_CONV_ALGO) on shapes that reach every part of that
 // sum: output channels per group not a multiple of 16 (the masked tail of the last vector),
@@ -63,7 +64,7 @@ std::vector<ConvCase> CasesIn(aclDataType dtype) {
 }
 
 // gradBias against the sum of the written gy in float64: within `rel` of the sum of |gy| (plus an
-// ulp of the fp32 result).
+// ulp of the result's dtype, that of gy).
 ::testing::AssertionResult BiasAccurate(const ConvCase& c, const acltest::BackwardValues& v,
                                         double rel) {
   if (!v.result.ok()) return ::testing::AssertionFailure() << v.result.Describe();
@@ -77,7 +78,7 @@ std::vector<ConvCase> CasesIn(aclDataType dtype) {
         sum += d, mag += std::fabs(d);
       }
     const double got = v.grad_bias[o];
-    if (std::fabs(got - sum) > rel * mag + acltest::UlpOf(sum, ACL_FLOAT))
+    if (std::fabs(got - sum) > rel * mag + acltest::UlpOf(sum, c.gy_dtype))
       return ::testing::AssertionFailure()
              << c.label << ": gradBias[" << o << "] = " << got << ", reference " << sum
              << " (sum of |dy| " << mag << ")";
@@ -105,14 +106,14 @@ std::string RunAll(const std::vector<ConvCase>& cases, bool tight) {
   return ::testing::internal::GetCapturedStderr();
 }
 
-// backward_weight plan lines of grid_direct in `log`: how many, how many fused, how many of those
+// backward_weight plan lines of `algo` in `log`: how many, how many fused, how many of those
 // with more than one batch range.
 struct Lines {
   int weight = 0, fused = 0, fused_ranges = 0;
 };
-Lines Count(const std::string& log) {
+Lines Count(const std::string& log, const std::string& algo = "grid_direct") {
   Lines l;
-  for (const std::string& line : acltest::VerbosePlanLines(log, ",backward_weight,grid_direct,")) {
+  for (const std::string& line : acltest::VerbosePlanLines(log, ",backward_weight," + algo + ",")) {
     ++l.weight;
     if (line.find(kFused) == std::string::npos) continue;
     ++l.fused;
@@ -180,6 +181,52 @@ TEST(ConvBiasFused, DeterministicForAGivenThreadCount) {
     for (const ConvCase& c : CasesIn(dt))
       arena.execute([&] { EXPECT_TRUE(acltest::CheckConvBackwardDeterministic(c)) << c.label; });
   }
+}
+
+// 1x1 kernels (pointwise_gemm): a channel tail, several batch ranges, several input-channel blocks
+// (only the first sums), groups, and samples of more positions than one summing step (Cog 130:
+// steps of 512 positions; Cog 20: 3280).
+std::vector<ConvCase> PointwiseCases() {
+  return {
+      MakeCase(MakeGeom({3, 24, 64, 64}, {20, 24, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), "pw_tail20",
+               71),
+      MakeCase(MakeGeom({2, 16, 40, 40}, {130, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), "pw_steps",
+               72),
+      MakeCase(MakeGeom({3, 512, 12, 12}, {24, 512, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), "pw_blocks",
+               73),
+      MakeCase(MakeGeom({4, 48, 30, 30}, {40, 24, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 2), "pw_groups2",
+               74),
+      MakeCase(MakeGeom({3, 16, 2000}, {36, 16, 1}, {1}, {0}, {1}, 1), "pw_conv1d", 75),
+  };
+}
+
+TEST(ConvBiasFused, PointwiseMatchesReference) {
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", "pointwise_gemm");
+  // fp32 read in place, fp16 converted a chunk at a time: both sum dy as stored.
+  for (aclDataType dt : {ACL_FLOAT, ACL_FLOAT16}) {
+    std::vector<ConvCase> cases = PointwiseCases();
+    for (ConvCase& c : cases) c.x_dtype = c.w_dtype = c.gy_dtype = dt;
+    const std::string log = RunAll(cases, /*tight=*/true);
+    const Lines l = Count(log, "pointwise_gemm");
+    EXPECT_GE(l.weight, 4 * int(cases.size())) << log.substr(0, 2000);
+    EXPECT_EQ(l.fused, l.weight) << log.substr(0, 2000);
+    EXPECT_GT(l.fused_ranges, 0) << log.substr(0, 2000);
+  }
+  {  // USE_FP16: the GEMMs read dy rounded, so the engine sums dy as stored.
+    std::vector<ConvCase> cases = PointwiseCases();
+    for (ConvCase& c : cases) c.cube = 2;
+    const std::string log = RunAll(cases, /*tight=*/true);
+    const Lines l = Count(log, "pointwise_gemm");
+    EXPECT_GT(l.weight, 0) << log.substr(0, 2000);
+    EXPECT_EQ(l.fused, 0) << log.substr(0, 2000);
+  }
+}
+
+TEST(ConvBiasFused, PointwiseDeterministicForAGivenThreadCount) {
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", "pointwise_gemm");
+  tbb::task_arena arena(3);
+  for (const ConvCase& c : PointwiseCases())
+    arena.execute([&] { EXPECT_TRUE(acltest::CheckConvBackwardDeterministic(c)) << c.label; });
 }
 
 TEST(ConvBiasFused, UnfusedPathsSayNotAndMatchReference) {

@@ -398,7 +398,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         float* x32 = stage + converted_stage_elems(g, tg, b);  // converted: x [nc, S_in]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         // gradBias [Cog] of this range and group (first channel block only), or null.
-        double* sums = task_bias_sums(p, b, o, T, n0, grp, c0);  // plan: only when in_place
+        double* sums = task_bias_sums(p, b, o, n0, grp, c0);  // plan: only when in_place
         for (int64_t n = n0; n < n1; ++n) {
           const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
           const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
@@ -426,7 +426,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             for (int64_t t = 0; t < T; ++t)
               dst[oc * rows + c * g.k_size() + taps[t].q] = dwt[(t * nc + c) * m16 + oc];
       });
-  finish_bias_sums(p, b, o, T);
+  finish_bias_sums(p, b, o);
 }
 
 }  // namespace

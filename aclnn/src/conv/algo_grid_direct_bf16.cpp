@@ -436,7 +436,7 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
         float* band2_t = base + ws.dy_t + ws.band;                     // [2][P][plane/2][cb16]
         float* dwt = band2_t + ws.band_t;                              // [T, nc, m16]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
-        double* sums = task_bias_sums(p, b, o, T, n0, grp, c0);  // gradBias [Cog], or null
+        double* sums = task_bias_sums(p, b, o, n0, grp, c0);  // gradBias [Cog], or null
         for (int64_t n = n0; n < n1; ++n) {
           for (int64_t r0 = 0; r0 < tg.rows(); r0 += rows_b) {
             const int64_t r1 = std::min(tg.rows(), r0 + rows_b);
@@ -469,7 +469,7 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
             for (int64_t oc = 0; oc < Cog; ++oc) to[oc * rows] = from[oc];
           }
       });
-  finish_bias_sums(p, b, o, T);
+  finish_bias_sums(p, b, o);
 }
 
 }  // namespace aclnn_cpu::conv::grid_direct

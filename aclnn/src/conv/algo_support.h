@@ -140,4 +140,38 @@ void for_weight_tasks(const Problem& p, const Blocking& b, const Operands<T>& o,
                     });
 }
 
+// gradBias in a weight pass that sums it as it reads dy (Blocking::sums_bias): one double per
+// batch range and output channel, sums[r * C_out + o], the last bias_sums_elems of the shared
+// scratch (a plan adds them after parts that are whole multiples of 16 floats).
+inline int64_t bias_sums_elems(const ConvGeometry& g, const Blocking& b) {
+  return b.sums_bias ? round16(2 * b.ranges * g.C_out) : 0;
+}
+inline double* bias_sums(const ConvGeometry& g, const Blocking& b, const Operands<float>& o) {
+  return reinterpret_cast<double*>(o.shared + b.shared_elems - bias_sums_elems(g, b));
+}
+// The sums a for_weight_tasks task adds its samples' dy into (zeroed here): those of its batch
+// range and group where it is its range's first input-channel block (c0 == 0), else null (and
+// null where gradBias is not asked for: Operands::bias null). The range is found from the first
+// sample n0: range r starts at N r / R, and R <= N (plan_weight_split), so r = ceil(n0 R / N).
+inline double* task_bias_sums(const Problem& p, const Blocking& b, const Operands<float>& o,
+                              int64_t n0, int64_t grp, int64_t c0) {
+  if (!o.bias || c0 != 0) return nullptr;
+  const ConvGeometry& g = p.g;
+  const int64_t r = ceil_div(n0 * b.ranges, g.N), Cog = g.cout_g();
+  double* sums = bias_sums(g, b, o) + r * g.C_out + grp * Cog;
+  std::fill(sums, sums + Cog, 0.0);
+  return sums;
+}
+// After the tasks: gradBias[o] = the ranges' sums added in range order.
+inline void finish_bias_sums(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  if (!o.bias) return;
+  const ConvGeometry& g = p.g;
+  const double* sums = bias_sums(g, b, o);
+  for (int64_t c = 0; c < g.C_out; ++c) {
+    double acc = 0;
+    for (int64_t r = 0; r < b.ranges; ++r) acc += sums[r * g.C_out + c];
+    o.bias[c] = static_cast<float>(acc);
+  }
+}
+
 }  // namespace aclnn_cpu::conv

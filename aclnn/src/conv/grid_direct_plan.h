@@ -89,42 +89,9 @@ inline int64_t boxes_elems(int64_t taps) {
 }
 
 // Shared scratch of the weight gradient: the taps, their boxes and source offsets (fp32 x in
-// place), then gradBias's per-range sums where the pass makes them (Blocking::sums_bias): one
-// double per output channel and batch range, sums[r * C_out + o].
+// place); gradBias's per-range sums follow where the pass makes them (bias_sums_elems).
 inline int64_t weight_shared_elems(int64_t taps) {
   return taps_elems(taps) + boxes_elems(taps) + round16(2 * taps);
-}
-inline int64_t bias_sums_elems(const ConvGeometry& g, const Blocking& b) {
-  return b.sums_bias ? round16(2 * b.ranges * g.C_out) : 0;
-}
-
-// gradBias in the weight gradient's tasks (for_weight_tasks): the task of a batch range's first
-// input-channel block (c0 == 0) of group grp sums its samples' dy into the range's sums of the
-// group's channels as it reads dy (zeroed first), or null where it does not (another block, or
-// gradBias not asked for: Operands::bias null). The task's range is found from its first sample
-// n0: range r starts at N r / R, and R <= N (plan_weight_split), so r = ceil(n0 R / N).
-// `taps`: the pass's tap count (its shared scratch's layout).
-inline double* task_bias_sums(const Problem& p, const Blocking& b, const Operands<float>& o,
-                              int64_t taps, int64_t n0, int64_t grp, int64_t c0) {
-  if (!o.bias || c0 != 0) return nullptr;
-  const ConvGeometry& g = p.g;
-  const int64_t r = ceil_div(n0 * b.ranges, g.N), Cog = g.cout_g();
-  double* sums =
-      reinterpret_cast<double*>(o.shared + weight_shared_elems(taps)) + r * g.C_out + grp * Cog;
-  std::fill(sums, sums + Cog, 0.0);
-  return sums;
-}
-// After the tasks: gradBias[o] = the ranges' sums added in range order.
-inline void finish_bias_sums(const Problem& p, const Blocking& b, const Operands<float>& o,
-                             int64_t taps) {
-  if (!o.bias) return;
-  const ConvGeometry& g = p.g;
-  const double* sums = reinterpret_cast<const double*>(o.shared + weight_shared_elems(taps));
-  for (int64_t c = 0; c < g.C_out; ++c) {
-    double acc = 0;
-    for (int64_t r = 0; r < b.ranges; ++r) acc += sums[r * g.C_out + c];
-    o.bias[c] = static_cast<float>(acc);
-  }
 }
 
 // The taps of `tg` and their offsets into a band of phase stride `plane`, written to `at`.
