@@ -85,4 +85,22 @@ TEST(ConvFp16Rounding, StridedDirectWeightGradientRounds) {
   ExpectForcedMatches(c, "strided_direct", "backward_weight");
 }
 
+// strided_direct again, sized so that its weight gradient takes two row blocks (40 output rows
+// of 12; the plan's 256 KB block budget), several planes and three samples: the slab's planes
+// stay in their ring slots from one plane's block to the next, and the next block's planes
+// (the next rows', the next sample's) are asked for while a block computes. A plane put in the
+// wrong slot, or a block's rows converted short, changes dw far past the tolerance; fp16 inputs
+// take the same conversions.
+TEST(ConvFp16Rounding, StridedDirectWeightSlabRingOverBlocksAndSamples) {
+  const ConvCase c = Fp16Case(MakeGeom({3, 16, 4, 40, 12}, {16, 16, 3, 3, 3}, {2, 2, 2}, {1, 1, 1},
+                                       {1, 1, 1}, 1, true, {1, 1, 1}),
+                              "t3d_blocks", 43);
+  ExpectDataDiscriminates(c);
+  ExpectForcedMatches(c, "strided_direct", "backward_weight");
+  ConvCase h = acltest::MakeCase(c.geom, "t3d_blocks_f16", 44);
+  h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", "strided_direct");
+  EXPECT_TRUE(acltest::CheckConvBackward(h));
+}
+
 }  // namespace
