@@ -125,7 +125,8 @@ TEST(ConvFp16Rounding, StridedDirectWeightSlabRingOverBlocksAndSamples) {
 // range of planes per sample: a transposed 3d convolution (its input gradient is cl_direct's
 // strided forward: stride 2, ct3d's kernel) and a unit-stride 3d data gradient. A converted row
 // in the wrong ring row or slot, a chunk's last rows not converted, or the USE_FP16 rounding
-// skipped each change dx far past the tolerance; fp16 inputs take the same conversions.
+// skipped each change dx far past the tolerance; fp16 inputs take the same conversions. (Run again
+// under ACLNN_CPU_SMALL_BLOCKS=1: one output row a chunk.)
 TEST(ConvFp16Rounding, ClDirectStreamsConvertedPlanesThroughARing) {
   const std::vector<ConvCase> cases = {
       Fp16Case(MakeGeom({1, 16, 5, 24, 20}, {16, 32, 3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, 1,
@@ -133,6 +134,11 @@ TEST(ConvFp16Rounding, ClDirectStreamsConvertedPlanesThroughARing) {
                "t3d_stream", 45),
       Fp16Case(MakeGeom({1, 16, 6, 12, 40}, {32, 16, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1),
                "c3d_stream", 46),
+      // Padding 3 along H: under ACLNN_CPU_SMALL_BLOCKS=1 (one output row a chunk) the first
+      // chunk's source rows all lie in the padding, and its rows must still be stored (zero).
+      Fp16Case(MakeGeom({1, 16, 3, 10, 12}, {16, 32, 3, 3, 3}, {2, 2, 2}, {1, 3, 1}, {1, 1, 1}, 1,
+                        true, {1, 1, 1}),
+               "t3d_pad3", 47),
   };
   for (const ConvCase& c : cases) {
     ExpectInputGradientDiscriminates(c);

@@ -474,14 +474,15 @@ void run_streamed(const Problem& p, const Blocking& b, const Operands<float>& o,
         if (!held) fn(id);
       }
     };
-    for (int64_t ud = d0; ud < d1 && hi > lo; ++ud) {
+    // (A chunk whose rows all lie in the padding converts nothing; its rows are stored zero.)
+    for (int64_t ud = d0; ud < d1; ++ud) {
       new_planes(ud, [&](int64_t id) {
         for (int64_t c = 0; c < C; ++c)
           s.at(c * S_src + (id * H.src + lo) * W)
               .convert((hi - lo) * W, 1, ring + c * ldc + m.at(id, lo, H.src, W));
       });
       RingAhead ahead;
-      if (ud + 1 < d1) {
+      if (ud + 1 < d1 && hi > lo) {
         const int64_t eb = static_cast<int64_t>(s.elem_bytes());
         ahead.C = C, ahead.cstride = S_src * eb, ahead.bytes = (hi - lo) * W * eb;
         new_planes(ud + 1, [&](int64_t id) {
