@@ -55,6 +55,21 @@ void ExpectDataDiscriminates(const ConvCase& c) {
   EXPECT_GT(least, 1e-4) << c.Describe();
 }
 
+// Likewise for the input gradient.
+void ExpectInputGradientDiscriminates(const ConvCase& c) {
+  const acltest::BackwardValues v = acltest::RunConvBackward(c);
+  ASSERT_TRUE(v.result.ok()) << c.Describe();
+  const naive::Rounder r = naive::CubeOperandRounding(ACL_FLOAT, kUseFp16);
+  const naive::Grads exact = naive::ConvBackward(c.geom, v.gy, v.x, v.w);
+  const naive::Grads rounded = naive::ConvBackward(
+      c.geom, naive::RoundAll(v.gy, r), naive::RoundAll(v.x, r), naive::RoundAll(v.w, r));
+  double least = 1e30;
+  for (size_t i = 0; i < exact.input.value.size(); ++i)
+    least = std::min(
+        least, std::fabs(exact.input.value[i] - rounded.input.value[i]) / exact.input.scale[i]);
+  EXPECT_GT(least, 1e-4) << c.Describe();
+}
+
 // Forces `algo`, checks both ways against the rounded reference, and that `algo` ran `primitive`.
 void ExpectForcedMatches(const ConvCase& c, const std::string& algo, const std::string& primitive) {
   ScopedEnv force("ACLNN_CPU_CONV_ALGO", algo);
@@ -83,6 +98,59 @@ TEST(ConvFp16Rounding, StridedDirectWeightGradientRounds) {
                               "t3d", 42);
   ExpectDataDiscriminates(c);
   ExpectForcedMatches(c, "strided_direct", "backward_weight");
+}
+
+// strided_direct again, sized so that its weight gradient takes two row blocks (40 output rows
+// of 12; the plan's 256 KB block budget), several planes and three samples: the slab's planes
+// stay in their ring slots from one plane's block to the next, and the next block's planes
+// (the next rows', the next sample's) are asked for while a block computes. A plane put in the
+// wrong slot, or a block's rows converted short, changes dw far past the tolerance; fp16 inputs
+// take the same conversions.
+TEST(ConvFp16Rounding, StridedDirectWeightSlabRingOverBlocksAndSamples) {
+  const ConvCase c = Fp16Case(MakeGeom({3, 16, 4, 40, 12}, {16, 16, 3, 3, 3}, {2, 2, 2}, {1, 1, 1},
+                                       {1, 1, 1}, 1, true, {1, 1, 1}),
+                              "t3d_blocks", 43);
+  ExpectDataDiscriminates(c);
+  ExpectForcedMatches(c, "strided_direct", "backward_weight");
+  ConvCase h = acltest::MakeCase(c.geom, "t3d_blocks_f16", 44);
+  h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", "strided_direct");
+  EXPECT_TRUE(acltest::CheckConvBackward(h));
+}
+
+// cl_direct's streamed 3d passes (converted sources, one pass): a task converts the source
+// planes of a chunk of output rows into a ring of plane slots, planes inner, keeps the planes the
+// next output plane shares, and asks for its new ones while the plane before computes. Sized so
+// that each case takes several row chunks, a ring that wraps, and (on 2 threads) more than one
+// range of planes per sample: a transposed 3d convolution (its input gradient is cl_direct's
+// strided forward: stride 2, ct3d's kernel) and a unit-stride 3d data gradient. A converted row
+// in the wrong ring row or slot, a chunk's last rows not converted, or the USE_FP16 rounding
+// skipped each change dx far past the tolerance; fp16 inputs take the same conversions. (Run again
+// under ACLNN_CPU_SMALL_BLOCKS=1: one output row a chunk.)
+TEST(ConvFp16Rounding, ClDirectStreamsConvertedPlanesThroughARing) {
+  const std::vector<ConvCase> cases = {
+      Fp16Case(MakeGeom({1, 16, 5, 24, 20}, {16, 32, 3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, 1,
+                        true, {1, 1, 1}),
+               "t3d_stream", 45),
+      Fp16Case(MakeGeom({1, 16, 6, 12, 40}, {32, 16, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1),
+               "c3d_stream", 46),
+      // Padding 3 along H: under ACLNN_CPU_SMALL_BLOCKS=1 (one output row a chunk) the first
+      // chunk's source rows all lie in the padding, and its rows must still be stored (zero).
+      Fp16Case(MakeGeom({1, 16, 3, 10, 12}, {16, 32, 3, 3, 3}, {2, 2, 2}, {1, 3, 1}, {1, 1, 1}, 1,
+                        true, {1, 1, 1}),
+               "t3d_pad3", 47),
+  };
+  for (const ConvCase& c : cases) {
+    ExpectInputGradientDiscriminates(c);
+    ConvCase dx_only = c;
+    dx_only.mask = {true, false, false};
+    ExpectForcedMatches(dx_only, "cl_direct", c.geom.transposed ? "forward" : "backward_data");
+    ConvCase h = acltest::MakeCase(c.geom, c.label + "_f16", c.seed + 10);
+    h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
+    h.mask = {true, false, false};
+    ScopedEnv force("ACLNN_CPU_CONV_ALGO", "cl_direct");
+    EXPECT_TRUE(acltest::CheckConvBackward(h)) << h.label;
+  }
 }
 
 }  // namespace

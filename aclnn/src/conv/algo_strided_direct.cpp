@@ -90,7 +90,9 @@ int64_t block_rows(const ConvGeometry& g, int64_t cblock) {
 // Converted x on AVX-512: what a block of output rows (plane od, rows from o1) reads, as fp32
 // x_s [nc][k0][Rx][W]: planes s0*od - pb0 + kd*dil0, rows ih0 + i (ih0 = s1*o1 - pb1), every
 // column, in x's own row layout, so the in-place kernel reads it like x itself (slab_layout).
-// Rows and planes outside x are left unwritten: no tap reads them (tap_box).
+// Rows and planes outside x are left unwritten: no tap reads them (tap_box). The k0 planes are a
+// ring (plane_slot): the block of plane od + 1 with the same rows shares planes with this one
+// (plane kd + shift of od is its plane kd), and those stay in their slots, converted once.
 int64_t slab_elems(const ConvGeometry& g, const Frame& f) {
   return round16(f.cb16 * g.k[0] * f.Rx * g.in[2]);
 }
@@ -101,10 +103,22 @@ int64_t dy_block_elems(const ConvGeometry& g, const Frame& f) {
 InPlaceX slab_layout(const ConvGeometry& g, const Frame& f) {
   return InPlaceX{g.k[0] * f.Rx * g.in[2], g.stride[2], g.stride[1] * g.in[2]};
 }
-// Tap q's offset in x_s from its run's first output's (i, j) element i * s1 * W + j * s2.
-int64_t slab_tap_offset(const ConvGeometry& g, const Frame& f, int64_t q) {
+// Planes kd + shift of block plane od are planes kd of od + 1 (dil0 dividing s0, s0 < k0 * dil0;
+// ct3d: s0 = 2, k0 = 3, a third of the planes); shift = k0: none shared.
+int64_t plane_shift(const ConvGeometry& g) {
+  const int64_t s0 = g.stride[0], d0 = g.dil[0];
+  return s0 % d0 == 0 && s0 / d0 < g.k[0] ? s0 / d0 : g.k[0];
+}
+// The x_s slot of plane kd of block plane od: a shared plane keeps its slot from one block to the
+// next ((kd + shift) + (od - 1) * shift = kd + od * shift).
+int64_t plane_slot(const ConvGeometry& g, int64_t od, int64_t kd) {
+  return (kd + od * plane_shift(g)) % g.k[0];
+}
+// Tap q's offset in x_s (blocks of plane od) from its run's first output's (i, j) element
+// i * s1 * W + j * s2.
+int64_t slab_tap_offset(const ConvGeometry& g, const Frame& f, int64_t od, int64_t q) {
   const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
-  return (kd * f.Rx + kh * g.dil[1]) * g.in[2] + kw * g.dil[2] - g.pad_before[2];
+  return (plane_slot(g, od, kd) * f.Rx + kh * g.dil[1]) * g.in[2] + kw * g.dil[2] - g.pad_before[2];
 }
 // The rules both primitives share; avx512_measured: preferred on AVX-512 too.
 Fit common(const Problem& p, bool avx512_measured) {
@@ -149,10 +163,12 @@ Fit plan(const Problem& p) {
   f.b.rows = block_rows(g, f.b.cblock);
   const Frame fr = frame_of(g, f.b.cblock, f.b.rows);
   const int64_t T = g.k_size();
-  // dy_t, x_t, dwt, then 16 converted rows of a non-fp32 source (staged for the transposes).
-  f.b.slot_elems = fr.dy_elems() + fr.x_elems(g.k[0]) + round16(T * fr.cb16 * fr.m16) +
-                   round16(16 * std::max(g.in[2], g.out[2])) +
-                   (p.converts && p.avx512() ? slab_elems(g, fr) + dy_block_elems(g, fr) : 0);
+  // dy_t, x_t, dwt, then 16 converted rows of a non-fp32 source (staged for the transposes);
+  // converting on AVX-512: x_s, dy_b and a block's x_s tap offsets (int64).
+  f.b.slot_elems =
+      fr.dy_elems() + fr.x_elems(g.k[0]) + round16(T * fr.cb16 * fr.m16) +
+      round16(16 * std::max(g.in[2], g.out[2])) +
+      (p.converts && p.avx512() ? slab_elems(g, fr) + dy_block_elems(g, fr) + round16(2 * T) : 0);
   // x_t offsets (int64), tap boxes, in-place x offsets and slab offsets (int64)
   f.b.shared_elems = round16(2 * T) + round16(12 * T) + 2 * round16(2 * T);
   return f;
@@ -244,28 +260,46 @@ void build_x_t(const ConvGeometry& g, const Frame& f, const Source& x, int64_t n
   }
 }
 
-// `follows`: x_s holds the block of plane od - 1 with the same rows, whose planes kd + s0/dil0
-// are this block's planes kd (s0 < k0 * dil0, dil0 dividing s0): those are copied within x_s (L2)
-// instead of converted again from x (ct3d, s0 = 2, k0 = 3: a third of the planes).
-void build_x_slab(const ConvGeometry& g, const Frame& f, const Source& x, int64_t nc, int64_t od,
-                  int64_t ih0, bool follows, float* x_s) {
-  const int64_t D = g.in[0], H = g.in[1], W = g.in[2], ldc = slab_layout(g, f).ldc;
+// The planes of x a block of output rows (plane od, input rows from ih0) converts into x_s:
+// fn(kd, run, n, at) for each plane kd inside x not already in its slot (`follows`: x_s holds the
+// block of plane od - 1 with the same rows), with run = channel 0's n elements of the plane's
+// rows inside x (one run of x) and at = their place in x_s.
+template <typename Fn>
+void slab_planes(const ConvGeometry& g, const Frame& f, const Source& x, int64_t od, int64_t ih0,
+                 bool follows, Fn&& fn) {
+  const int64_t H = g.in[1], W = g.in[2], shift = plane_shift(g);
   const int64_t lo = std::max<int64_t>(0, -ih0), hi = std::min(f.Rx, H - ih0);
   if (hi <= lo) return;
-  const int64_t shift = g.stride[0] % g.dil[0] == 0 ? g.stride[0] / g.dil[0] : g.k[0];
   for (int64_t kd = 0; kd < g.k[0]; ++kd) {
     const int64_t id = g.stride[0] * od - g.pad_before[0] + kd * g.dil[0];
-    if (id < 0 || id >= D) continue;
-    const int64_t n = (hi - lo) * W;  // the block's rows of a plane are one run of x
-    float* dst = x_s + (kd * f.Rx + lo) * W;
-    if (follows && kd + shift < g.k[0]) {
-      const float* src = x_s + ((kd + shift) * f.Rx + lo) * W;
-      for (int64_t c = 0; c < nc; ++c)
-        std::memcpy(dst + c * ldc, src + c * ldc, static_cast<size_t>(n) * sizeof(float));
-      continue;
-    }
-    convert_channels(x.at((id * H + ih0 + lo) * W), g.in_size(), nc, n, dst, ldc);
+    if (id < 0 || id >= g.in[0] || (follows && kd + shift < g.k[0])) continue;
+    fn(kd, x.at((id * H + ih0 + lo) * W), (hi - lo) * W, (plane_slot(g, od, kd) * f.Rx + lo) * W);
   }
+}
+
+void build_x_slab(const ConvGeometry& g, const Frame& f, const Source& x, int64_t nc, int64_t od,
+                  int64_t ih0, bool follows, float* x_s) {
+  const int64_t ldc = slab_layout(g, f).ldc;
+  slab_planes(g, f, x, od, ih0, follows, [&](int64_t, const Source& run, int64_t n, int64_t at) {
+    convert_channels(run, g.in_size(), nc, n, x_s + at, ldc);
+  });
+}
+
+// The runs build_x_slab converts for a block, as `a`'s two sets (its first two planes, nc runs a
+// channel apart each), for the weight kernel to ask for while it computes the block before: the
+// conversions then read cache, not memory (ct3d/f16, Zen 4, 1 thread: a block's conversion 23
+// -> 10 thousand TSC cycles, of ~150 for the block). False: none, or more than kAheadMaxBytes.
+bool slab_ahead(const ConvGeometry& g, const Frame& f, const Source& x, int64_t nc, int64_t od,
+                int64_t ih0, bool follows, WeightAhead& a) {
+  const int64_t eb = static_cast<int64_t>(x.elem_bytes());
+  int s = 0;
+  slab_planes(g, f, x, od, ih0, follows, [&](int64_t, const Source& run, int64_t n, int64_t) {
+    if (s == 2) return;
+    a.at[s] = static_cast<const char*>(run.data);
+    a.count[s] = nc, a.stride[s] = g.in_size() * eb, a.bytes[s] = n * eb;
+    ++s;
+  });
+  return s > 0 && ahead_lines(a) * 64 <= kAheadMaxBytes;
 }
 
 // Calls call(r, j, runs) for output rows [o1, o1 + rows) of plane od (the block) as runs of about
@@ -285,6 +319,52 @@ void for_block_runs(const ConvGeometry& g, int64_t od, int64_t o1, int64_t rows,
     call(r, 0, WeightRuns{std::min(per_call, rows - r), n, pitch, od, o1 + r, 0});
 }
 
+// A weight task's scratch on the in-place path (AVX-512): dy_t [rows * out[2]][m16], dwt
+// [K, nc, m16]; converting: x_s (slab_elems), dy_b [Cog][rows * out[2]] and the taps' x_s
+// offsets of the current block.
+struct InPlaceScratch {
+  float *dy_t, *dwt, *x_s, *dy_b;
+  int64_t* xoff;
+};
+
+// The in-place weight gradient of one block of output rows (plane od, rows [o1, o1 + r)) of one
+// sample: dy_t is one transpose of the block's rows, contiguous in each channel and out[2] apart
+// (the kernel steps x by its own layout): fp32 dy read in place, other dtypes converted first
+// into dy_b, one run per channel (converting 28-element rows 16 channels at a time waited on
+// memory: ct3d USE_FP16, Zen 4, 1 thread, weight gradient 3.87 -> 3.71 ms, min of 5). x: read in
+// place (fp32, xoff the taps' source offsets) or from x_s (`slab`: the block's planes converted,
+// x_s's offsets per block). `ahead` (null: none): memory asked for over the block's kernel calls.
+void in_place_block(const ConvGeometry& g, const Frame& f, const Source& dy, const Source& x,
+                    int64_t nc, int64_t od, int64_t o1, bool slab, const int64_t* xoff,
+                    const TapBox* box, const InPlaceScratch& ws, WeightAhead* ahead) {
+  const int64_t r = std::min(f.rows, g.out[1] - o1), Cog = g.cout_g(), K = g.k_size();
+  const int64_t at = (od * g.out[1] + o1) * g.out[2], run = r * g.out[2], S_out = g.out_size();
+  const float* dy32 = f32_data(dy);
+  if (!dy32) convert_channels(dy.at(at), S_out, Cog, run, ws.dy_b, run);
+  direct_transpose(dy32 ? dy32 + at : ws.dy_b, dy32 ? S_out : run, Cog, run, ws.dy_t, f.m16, f.m16);
+  if (slab) {
+    build_x_slab(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], /*follows=*/od > 0, ws.x_s);
+    for (int64_t q = 0; q < K; ++q) ws.xoff[q] = slab_tap_offset(g, f, od, q);
+    xoff = ws.xoff;
+  }
+  const InPlaceX xl = slab ? slab_layout(g, f) : in_place_layout(g);
+  if (ahead) {  // its lines spread over the block's register tiles
+    int64_t calls = 0;
+    for_block_runs(g, od, o1, r, kCallPositionsInPlace, g.out[2],
+                   [&](int64_t, int64_t, const WeightRuns&) { ++calls; });
+    spread_ahead(*ahead, calls * weight_tiles_in_place(f.m16, nc, K));
+  }
+  const float* xs = static_cast<const float*>(x.data);
+  for_block_runs(g, od, o1, r, kCallPositionsInPlace, g.out[2],
+                 [&](int64_t i, int64_t j, const WeightRuns& runs) {
+                   const float* at = slab ? ws.x_s + i * g.stride[1] * g.in[2] + j * g.stride[2]
+                                          : xs + run_source_offset(g, runs);
+                   direct_weight_in_place_avx512(f.m16, nc, K, xoff, box, at, xl,
+                                                 ws.dy_t + (i * g.out[2] + j) * f.m16, f.m16, runs,
+                                                 ws.dwt, ahead);
+                 });
+}
+
 void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size(), rows = g.col_rows();
@@ -301,10 +381,9 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   const bool in_place = p.avx512();
   const bool slab = in_place && o.xsrc.kind != SrcKind::kF32;
   int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + round16(2 * K) + round16(12 * K));
-  for (int64_t q = 0; q < K; ++q)
-    xoff[q] = slab ? slab_tap_offset(g, f, q) : tap_source_offset(g, q);
-  const InPlaceX xl = slab ? slab_layout(g, f) : in_place_layout(g);
+  for (int64_t q = 0; q < K; ++q) xoff[q] = tap_source_offset(g, q);
   const int64_t ldx = g.stride[2] * f.cb16, xrow = g.stride[1] * f.Wx * f.cb16;
+  const int64_t row_blocks = ceil_div(g.out[1], f.rows);
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         float* dy_t = slot_scratch(p, b, o);
@@ -313,48 +392,40 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         float* stage = dwt + round16(K * f.cb16 * f.m16);
         float* x_s = stage + round16(16 * std::max(g.in[2], g.out[2]));  // converted x slab
         float* dy_b = x_s + slab_elems(g, f);  // converted dy block [Cog][r * out[2]]
+        const InPlaceScratch ws{dy_t, dwt, x_s, dy_b,
+                                reinterpret_cast<int64_t*>(dy_b + dy_block_elems(g, f))};
         std::memset(dwt, 0, static_cast<size_t>(K * nc * f.m16) * sizeof(float));
+        const auto x_of = [&](int64_t n) {
+          return o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
+        };
         for (int64_t n = n0; n < n1; ++n) {
           const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
-          const Source x = o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
+          const Source x = x_of(n);
           // Converting (slab): the planes inner, so each block follows the same rows of the
-          // plane before and reuses the x planes they share.
-          const int64_t outer = slab ? ceil_div(g.out[1], f.rows) : g.out[0];
-          const int64_t inner = slab ? g.out[0] : ceil_div(g.out[1], f.rows);
+          // plane before and keeps the x planes they share; the next block's planes are asked
+          // for while this one computes.
+          const int64_t outer = slab ? row_blocks : g.out[0];
+          const int64_t inner = slab ? g.out[0] : row_blocks;
           for (int64_t i_out = 0; i_out < outer; ++i_out)
             for (int64_t i_in = 0; i_in < inner; ++i_in) {
               const int64_t od = slab ? i_in : i_out, o1 = (slab ? i_out : i_in) * f.rows;
-              const int64_t r = std::min(f.rows, g.out[1] - o1);
-              // On AVX-512, dy_t is one transpose of the block's rows, contiguous in each channel
-              // and out[2] apart (the kernel steps x by its own layout): fp32 dy read in place,
-              // other dtypes converted first into dy_b, one run per channel (converting 28-element
-              // rows 16 channels at a time waited on memory: ct3d USE_FP16, Zen 4, 1 thread,
-              // weight gradient 3.87 -> 3.71 ms, min of 5).
-              const float* dy32 = in_place ? f32_data(dy) : nullptr;
-              const int64_t at = (od * g.out[1] + o1) * g.out[2], run = r * g.out[2];
-              if (in_place && !dy32) convert_channels(dy.at(at), S_out, Cog, run, dy_b, run);
-              const int64_t pitch = in_place ? g.out[2] : f.pitch;
               if (in_place) {
-                direct_transpose(dy32 ? dy32 + at : dy_b, dy32 ? S_out : run, Cog, run, dy_t, f.m16,
-                                 f.m16);
-              } else {
-                build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
-              }
-              if (in_place) {
-                const int64_t ih0 = g.stride[1] * o1 - g.pad_before[1];
-                if (slab) build_x_slab(g, f, x, nc, od, ih0, /*follows=*/od > 0, x_s);
-                const float* xs = static_cast<const float*>(x.data);
-                for_block_runs(g, od, o1, r, kCallPositionsInPlace, pitch,
-                               [&](int64_t i, int64_t j, const WeightRuns& runs) {
-                                 const float* at =
-                                     slab ? x_s + i * g.stride[1] * g.in[2] + j * g.stride[2]
-                                          : xs + run_source_offset(g, runs);
-                                 direct_weight_in_place_avx512(f.m16, nc, K, xoff, box, at, xl,
-                                                               dy_t + (i * pitch + j) * f.m16,
-                                                               f.m16, runs, dwt);
-                               });
+                WeightAhead ahead;
+                bool ask = false;
+                if (slab) {  // the next block: same rows, next plane; next rows; next sample
+                  const bool last_in = i_in + 1 == inner, last = last_in && i_out + 1 == outer;
+                  const int64_t nod = last_in ? 0 : od + 1;
+                  const int64_t no1 = last ? 0 : last_in ? o1 + f.rows : o1;
+                  if (!last || n + 1 < n1)
+                    ask = slab_ahead(g, f, last ? x_of(n + 1) : x, nc, nod,
+                                     g.stride[1] * no1 - g.pad_before[1], nod > 0, ahead);
+                }
+                in_place_block(g, f, dy, x, nc, od, o1, slab, xoff, box, ws,
+                               ask ? &ahead : nullptr);
                 continue;
               }
+              const int64_t r = std::min(f.rows, g.out[1] - o1);
+              build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
               build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
               for_block_runs(g, od, o1, r, kCallPositions, f.pitch,
                              [&](int64_t i, int64_t j, const WeightRuns& runs) {
