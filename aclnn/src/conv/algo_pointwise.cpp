@@ -141,8 +141,9 @@ Fit plan_weight(const Problem& p) {
     return f;
   }
   plan_weight_split(p, elem_bytes(p), gemm_weight_cblock(p), f.b);
-  // gradBias from the dy blocks the GEMMs read, each summed just before (backward_weight).
-  f.b.sums_bias = f.applies && !p.fp64;
+  // gradBias from the dy blocks the GEMMs read, each summed right after (backward_weight), where
+  // our GEMM's scratch makes a workspace anyway (a small fp32 problem needs none at all).
+  f.b.sums_bias = f.applies && !p.fp64 && p.own_gemm();
   f.b.shared_elems = round16(f.b.shared_elems) + bias_sums_elems(p.g, f.b);
   if (p.converts) {  // dy [Cog, cols] and x [cblock, cols] a chunk of positions at a time
     const int64_t rows = p.g.cout_g() + f.b.cblock, S = p.g.in_size();

@@ -170,9 +170,10 @@ bool fuses_depthwise(const Plan& p) {
 bool weight_sums_bias(const Plan& p) {
   const ConvJob& j = p.job;
   const std::optional<Choice>& c = p.choice[static_cast<int>(Primitive::kBackwardWeight)];
+  // (An empty batch or no input channels: no weight task would run to zero the sums.)
   if (p.problem.fp64 || p.tbc != TbcMode::kNone || !c || !c->b.sums_bias || !j.out_bias ||
-      j.out_bias->numel() == 0 || j.bias_sum_of != ConvJob::BiasOf::kY || !j.y ||
-      fuses_depthwise(p))
+      j.g.N <= 0 || j.g.cin_g() <= 0 || j.out_bias->numel() == 0 ||
+      j.bias_sum_of != ConvJob::BiasOf::kY || !j.y || fuses_depthwise(p))
     return false;
   SrcKind kind = SrcKind::kF32;
   if (c->bf16) return true;  // the dot kernels read the bf16 bits as stored
