@@ -31,107 +31,83 @@
 #include "conv/algo_support.h"
 #include "conv/algorithms.h"
 #include "conv/cl_direct.h"
+#include "conv/cl_direct_pass.h"
 #include "conv/tap_grid.h"
 
 namespace aclnn_cpu::conv {
+namespace cl_direct {
 namespace {
 
-// One spatial dim of a pass: its taps (weight tap k -> source offset e: output u reads source
-// index s_in * u + e), output extent and where output u goes (dst index s_out * u + b_out, in a
-// dst of extent dst_size).
-struct Axis {
-  bool data = false;
-  int64_t s = 1, b = 0, pb = 0, dil = 1, K = 1;
-  int64_t out = 0, src = 0, dst_size = 0;
-
-  // (Unit stride spelled out: the per-row tap lists would otherwise divide per tap.)
-  bool member(int64_t k) const { return !data || s == 1 || ((b + pb - k * dil) % s + s) % s == 0; }
-  int64_t e(int64_t k) const {
-    return !data ? k * dil - pb : s == 1 ? b + pb - k * dil : (b + pb - k * dil) / s;
-  }
-  int64_t taps() const {
-    int64_t n = 0;
-    for (int64_t k = 0; k < K; ++k) n += member(k);
-    return n;
-  }
-  // Along rows: the i-th tap in order of increasing e (data: k descending).
-  int64_t row_tap(int64_t i) const {
-    for (int64_t k = data ? K - 1 : 0, seen = 0; k >= 0 && k < K; k += data ? -1 : 1)
-      if (member(k) && seen++ == i) return k;
-    return 0;
-  }
-  // How the row kernel walks this dim as the row: outputs split into `split` rows of every
-  // split-th output (unit stride, dilation 2), source columns `cs` apart between outputs and taps,
-  // and the taps in `residues` walks (stride 2, dilation 1: even taps, then odd ones).
-  int64_t split() const { return s_in() == 1 ? dil : 1; }
-  int64_t cs() const { return s_in() == 1 ? dil : s; }
-  int64_t residues() const { return s_in() > 1 && dil == 1 ? s : 1; }
-  // The i-th tap in the kernel's order: row_tap order, residue by residue.
-  int64_t kernel_tap(int64_t i) const {
-    if (residues() == 1) return row_tap(i);
-    for (int64_t r = 0; r < s; ++r) {
-      const int64_t n = (K - r + s - 1) / s;
-      if (i < n) return r + s * i;
-      i -= n;
+// The tap rows (kd, kh) of the pass whose source row exists for output row (ud, uh): their
+// offsets in a source channel (column 0 of the source row) and in a channel block's packed
+// weights. Returns how many.
+int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, const RowMap& m, int64_t* soff,
+                      int64_t* woff) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1];
+  const int64_t per_row = ps.C * ps.ax[2].taps() * 16;
+  int64_t n = 0, rank = 0;
+  for (int64_t kd = 0; kd < D.K; ++kd) {
+    if (!D.member(kd)) continue;
+    const int64_t id = D.s_in() * ud + D.e(kd);
+    for (int64_t kh = 0; kh < H.K; ++kh) {
+      if (!H.member(kh)) continue;
+      const int64_t ih = H.s_in() * uh + H.e(kh), r = rank++;
+      if (id < 0 || id >= D.src || ih < 0 || ih >= H.src) continue;
+      soff[n] = m.at(id, ih, H.src, ps.ax[2].src);
+      woff[n++] = r * per_row;
     }
-    return 0;
   }
-  int64_t s_in() const { return data ? 1 : s; }
-  int64_t s_out() const { return data ? s : 1; }
-  int64_t b_out() const { return data ? b : 0; }
-};
-
-// A pass of one primitive: m output channels from C source channels per group; W(o, c, q) =
-// w[grp * Cog * Cig * K + o * so + c * si + q].
-struct ClPass {
-  std::array<Axis, 3> ax;
-  int64_t m, C, so, si;
-  int64_t taps() const { return ax[0].taps() * ax[1].taps() * ax[2].taps(); }
-  int64_t tap_rows() const { return ax[0].taps() * ax[1].taps(); }
-  int64_t rows() const { return ax[0].out * ax[1].out; }
-  int64_t src_size() const { return ax[0].src * ax[1].src * ax[2].src; }
-  int64_t dst_size() const { return ax[0].dst_size * ax[1].dst_size * ax[2].dst_size; }
-};
-
-ClPass forward_pass(const ConvGeometry& g) {
-  ClPass ps{{}, g.cout_g(), g.cin_g(), g.cin_g() * g.k_size(), g.k_size()};
-  for (int d = 0; d < 3; ++d)
-    ps.ax[d] =
-        Axis{false, g.stride[d], 0, g.pad_before[d], g.dil[d], g.k[d], g.out[d], g.in[d], g.out[d]};
-  return ps;
+  return n;
 }
 
-// Phase i of the data gradient: dx[c] (phase) = sum_{o, taps} w[o][c][q] * dy[o][u + e].
-ClPass data_pass(const ConvGeometry& g, int64_t i) {
-  const std::array<int64_t, 3> b = data_phase(g, i);
-  ClPass ps{{}, g.cin_g(), g.cout_g(), g.k_size(), g.cin_g() * g.k_size()};
-  for (int d = 0; d < 3; ++d)
-    ps.ax[d] = Axis{true,
-                    g.stride[d],
-                    b[d],
-                    g.pad_before[d],
-                    g.dil[d],
-                    g.k[d],
-                    ceil_div(g.in[d] - b[d], g.stride[d]),
-                    g.out[d],
-                    g.in[d]};
-  return ps;
+}  // namespace
+
+// Output rows [r0, r1) of a pass for one (sample, group): src [C, ldc] (rows placed as m says)
+// -> out [m, S_dst]; `ahead` (null: none) asked for before each row tile.
+void run_rows(const ClPass& ps, const float* src, const RowMap& m, int64_t ldc, float* out,
+              int64_t r0, int64_t r1, int64_t* soff, int64_t* woff, const float* packed,
+              RingAhead* ahead) {
+  const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
+  const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
+  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.split(), si = W.s_in();
+  ClRow r{src, soff, woff, 0, ps.C, ldc, nullptr, nW * 16, 0, W.src, W.cs(), W.residues()};
+  for (int64_t row = r0; row < r1; ++row) {
+    const int64_t ud = row / H.out, uh = row % H.out;
+    float* dst =
+        out +
+        ((D.s_out() * ud + D.b_out()) * H.dst_size + H.s_out() * uh + H.b_out()) * W.dst_size +
+        W.b_out();
+    r.rows = nW > 0 ? list_tap_rows(ps, ud, uh, m, soff, woff) : 0;
+    for (int64_t blk = 0; blk < B; ++blk) {
+      const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
+      float* dst_blk = dst + blk * 16 * S_dst;
+      if (nW == 0) {  // no tap reaches this phase: zeros
+        for (int64_t o = 0; o < nch; ++o)
+          for (int64_t u = 0; u < W.out; ++u) dst_blk[o * S_dst + u * W.s_out()] = 0.0f;
+        continue;
+      }
+      r.w = packed + blk * ps.C * ps.taps() * 16;
+      // Dilation d along rows (unit stride): outputs u = res + d*j read input columns
+      // res + e0 + d*(j + k), a row of its own per residue res. Stride si: output u0 of a tile
+      // reads from column si * u0 + e0.
+      for (int64_t res = 0; res < d; ++res) {
+        const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, kClMaxRow);
+        for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
+          const int64_t j0 = i * J / tiles, j1 = (i + 1) * J / tiles, u0 = res + d * j0;
+          r.col0 = si * u0 + e0;
+          if (ahead) ahead->ask();
+          cl_direct_row_avx512(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
+        }
+      }
+    }
+  }
 }
 
-int64_t passes(const Problem& p, bool data) {
-  return data ? data_phase_count(p.g) : 1;
-}
-ClPass pass(const Problem& p, bool data, int64_t i) {
-  return data ? data_pass(p.g, i) : forward_pass(p.g);
-}
+}  // namespace cl_direct
 
-int64_t blocks16(int64_t m) {
-  return ceil_div(m, 16);
-}
-// Packed weights of one pass, all groups.
-int64_t packed_elems(const ClPass& ps, int64_t groups) {
-  return groups * blocks16(ps.m) * 16 * ps.C * ps.taps();
-}
+namespace {
+
+using namespace cl_direct;
 
 // The source rows (flat over the outer dims, [lo, hi)) that output rows [r0, r1) of a pass read.
 void source_rows(const ClPass& ps, int64_t r0, int64_t r1, int64_t& lo, int64_t& hi) {
@@ -155,67 +131,6 @@ void task_rows(const Problem& p, bool data, int64_t blk, int64_t nb, int64_t& lo
     source_rows(ps, ps.rows() * blk / nb, ps.rows() * (blk + 1) / nb, lo, hi);
   }
   if (hi <= lo) lo = hi = 0;
-}
-
-// Converting 3d passes (other dtypes; one pass: the forward, or a unit-stride data gradient) are
-// streamed: a task takes a chunk of hc output rows of each plane of a range of output planes,
-// planes inner, and holds the source rows they read converted in a ring [C][Dr][Hc][W]: source
-// plane id in slot id mod Dr (Dr: the planes' span over the taps), its rows from ih0 = s * h0 +
-// min e (the chunk's first row h0). The next output plane reads planes the one before converted
-// (ct3d, stride 2: one of its three), and those stay in their slots; its new planes are asked for
-// from memory while the plane before computes. Converting whole planes per task instead (a slab of
-// 3 planes of 16 x 56 x 56 for ct3d: 600 KB) redid a third of them and left the conversion
-// waiting on memory (the slab does not stay in L2). Zen 4, 1 thread, min ms of 3-5 interleaved
-// runs, before / streamed: ct3d/f16 forward 3.10 / 3.10 (384 KB ring) and 3.17 / 3.10 (384 /
-// 192 KB), c3d_video/f16 backward_data 222 / 199, USE_FP16 226 / 204.
-constexpr int64_t kRingBytes = int64_t{192} << 10;
-
-struct Stream {
-  int64_t hc = 1, nhb = 1, ndb = 1;  // rows per chunk; chunks per plane; ranges of planes
-  int64_t Dr = 1, Hc = 1, W = 1;     // ring: planes, rows per plane, columns
-  int64_t eh0 = 0, sh = 1;           // rows: min e and the stride along H
-  int64_t ring_elems(int64_t C) const { return C * Dr * Hc * W; }
-};
-
-bool streams(const Problem& p, bool data) {
-  return p.converts && passes(p, data) == 1 && pass(p, data, 0).ax[0].out > 1;
-}
-
-// The span of source offsets of an axis's taps, and its least offset.
-int64_t e_span(const Axis& a, int64_t* e_min) {
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (int64_t k = 0; k < a.K; ++k)
-    if (a.member(k)) lo = std::min(lo, a.e(k)), hi = std::max(hi, a.e(k));
-  *e_min = lo;
-  return hi - lo + 1;
-}
-
-// hc: as many output rows as keep the ring within kRingBytes (at least 1); then near-equal
-// chunks, and ranges of planes for twice pieces_wanted tasks per (sample, group): ct3d's 2
-// samples x 4 chunks were 8 tasks of 8 planes, and on a shared 2-core machine a thread slowed by
-// another process left the other idle at the end (Zen 4, 2 threads, forward/f16 min of 7
-// interleaved: 1.91 -> 1.85 ms with 16 tasks, USE_FP16 2.01 -> 1.86); a range's first plane
-// converts all its source planes, the later ones only the new ones.
-Stream stream_of(const Problem& p, bool data) {
-  const ClPass ps = pass(p, data, 0);
-  const Axis &D = ps.ax[0], &H = ps.ax[1];
-  Stream st;
-  int64_t ed0 = 0;
-  st.Dr = e_span(D, &ed0);
-  const int64_t hspan = e_span(H, &st.eh0);
-  st.sh = H.s_in(), st.W = ps.ax[2].src;
-  const int64_t budget = block_budget(kRingBytes) / (4 * ps.C * st.Dr * st.W);
-  // At least as many as keep the source rows two chunks share (hspan - s) within a third of a
-  // chunk's own (s * hc): c3d_video's 64 channels take 6 output rows (8 source rows, a 344 KB
-  // ring), 3 rows converted 5 at a time were 5% slower (backward_data/f16).
-  const int64_t least =
-      small_blocks() ? 1 : ceil_div(3 * std::max<int64_t>(0, hspan - st.sh), st.sh);
-  st.hc = std::clamp<int64_t>(std::max((budget - hspan) / st.sh + 1, least), 1, H.out);
-  st.nhb = ceil_div(H.out, st.hc);
-  st.hc = ceil_div(H.out, st.nhb);
-  st.Hc = st.sh * (st.hc - 1) + hspan;
-  st.ndb = std::clamp<int64_t>(ceil_div(2 * pieces_wanted(p), st.nhb), 1, D.out);
-  return st;
 }
 
 Fit plan(const Problem& p, bool data) {
@@ -333,171 +248,6 @@ void pack_weights(const ClPass& ps, const Source& w, int64_t groups, float* pack
                                : w.value(at + l * ps.so + kw[i]);
           }
       }
-  });
-}
-
-// Where source row (id, ih) starts in a channel of the kernel's source: read in place (or a
-// task's converted flat rows from element base on), (id * H + ih) * W - base; streamed
-// (Dr > 0), in the ring (Stream).
-struct RowMap {
-  int64_t base = 0;
-  int64_t Dr = 0, Hc = 0, ih0 = 0;
-  int64_t at(int64_t id, int64_t ih, int64_t H, int64_t W) const {
-    return Dr > 0 ? ((id % Dr) * Hc + ih - ih0) * W : (id * H + ih) * W - base;
-  }
-};
-
-// Source runs asked for from memory while row tiles compute, per_tile cache lines before each
-// tile: the next output plane's conversions when streamed (up to 8 planes of C channel runs of
-// `bytes`, cstride apart).
-struct RingAhead {
-  const char* at[8] = {};
-  int64_t planes = 0, C = 0, cstride = 0, bytes = 0;
-  int64_t per_tile = 0, plane = 0, c = 0, line = 0;
-
-  int64_t lines() const { return planes * C * (bytes / 64 + 2); }
-  void ask() {
-    for (int64_t k = per_tile; k > 0 && plane < planes;) {
-      const uintptr_t start = reinterpret_cast<uintptr_t>(at[plane] + c * cstride);
-      const uintptr_t first = start & ~uintptr_t{63};
-      const int64_t n = static_cast<int64_t>((start + bytes - first + 63) / 64);
-      for (; line < n && k > 0; ++line, --k)
-        __builtin_prefetch(reinterpret_cast<const char*>(first) + 64 * line);
-      if (line < n) return;
-      line = 0;
-      if (++c < C) continue;
-      c = 0, ++plane;
-    }
-  }
-};
-
-// The tap rows (kd, kh) of the pass whose source row exists for output row (ud, uh): their
-// offsets in a source channel (column 0 of the source row) and in a channel block's packed
-// weights. Returns how many.
-int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, const RowMap& m, int64_t* soff,
-                      int64_t* woff) {
-  const Axis &D = ps.ax[0], &H = ps.ax[1];
-  const int64_t per_row = ps.C * ps.ax[2].taps() * 16;
-  int64_t n = 0, rank = 0;
-  for (int64_t kd = 0; kd < D.K; ++kd) {
-    if (!D.member(kd)) continue;
-    const int64_t id = D.s_in() * ud + D.e(kd);
-    for (int64_t kh = 0; kh < H.K; ++kh) {
-      if (!H.member(kh)) continue;
-      const int64_t ih = H.s_in() * uh + H.e(kh), r = rank++;
-      if (id < 0 || id >= D.src || ih < 0 || ih >= H.src) continue;
-      soff[n] = m.at(id, ih, H.src, ps.ax[2].src);
-      woff[n++] = r * per_row;
-    }
-  }
-  return n;
-}
-
-// Output rows [r0, r1) of a pass for one (sample, group): src [C, ldc] (rows placed as m says)
-// -> out [m, S_dst]; `ahead` (null: none) asked for before each row tile.
-void run_rows(const ClPass& ps, const float* src, const RowMap& m, int64_t ldc, float* out,
-              int64_t r0, int64_t r1, int64_t* soff, int64_t* woff, const float* packed,
-              RingAhead* ahead = nullptr) {
-  const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
-  const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
-  const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.split(), si = W.s_in();
-  ClRow r{src, soff, woff, 0, ps.C, ldc, nullptr, nW * 16, 0, W.src, W.cs(), W.residues()};
-  for (int64_t row = r0; row < r1; ++row) {
-    const int64_t ud = row / H.out, uh = row % H.out;
-    float* dst =
-        out +
-        ((D.s_out() * ud + D.b_out()) * H.dst_size + H.s_out() * uh + H.b_out()) * W.dst_size +
-        W.b_out();
-    r.rows = nW > 0 ? list_tap_rows(ps, ud, uh, m, soff, woff) : 0;
-    for (int64_t blk = 0; blk < B; ++blk) {
-      const int64_t nch = std::min<int64_t>(16, ps.m - blk * 16);
-      float* dst_blk = dst + blk * 16 * S_dst;
-      if (nW == 0) {  // no tap reaches this phase: zeros
-        for (int64_t o = 0; o < nch; ++o)
-          for (int64_t u = 0; u < W.out; ++u) dst_blk[o * S_dst + u * W.s_out()] = 0.0f;
-        continue;
-      }
-      r.w = packed + blk * ps.C * ps.taps() * 16;
-      // Dilation d along rows (unit stride): outputs u = res + d*j read input columns
-      // res + e0 + d*(j + k), a row of its own per residue res. Stride si: output u0 of a tile
-      // reads from column si * u0 + e0.
-      for (int64_t res = 0; res < d; ++res) {
-        const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, kClMaxRow);
-        for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
-          const int64_t j0 = i * J / tiles, j1 = (i + 1) * J / tiles, u0 = res + d * j0;
-          r.col0 = si * u0 + e0;
-          if (ahead) ahead->ask();
-          cl_direct_row_avx512(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
-        }
-      }
-    }
-  }
-}
-
-// Row tiles of output rows [h0, h1) of one plane: for RingAhead's spread.
-int64_t row_tiles(const ClPass& ps, int64_t rows) {
-  const Axis& W = ps.ax[2];
-  int64_t tiles = 0;
-  for (int64_t res = 0; res < W.split(); ++res)
-    tiles += ceil_div(ceil_div(W.out - res, W.split()), kClMaxRow);
-  return rows * blocks16(ps.m) * tiles;
-}
-
-// The streamed pass (Stream): task (sample, group, chunk of rows, range of planes); per output
-// plane the source planes not yet in the ring converted, the next plane's asked for, then the
-// chunk's rows.
-void run_streamed(const Problem& p, const Blocking& b, const Operands<float>& o, bool data,
-                  const float* packed) {
-  const ConvGeometry& g = p.g;
-  const Stream st = stream_of(p, data);
-  const ClPass ps = pass(p, data, 0);
-  const Axis &D = ps.ax[0], &H = ps.ax[1];
-  const Source& src = data ? o.ysrc : o.xsrc;
-  const int64_t S_src = ps.src_size(), C = ps.C, W = st.W, ldc = st.Dr * st.Hc * W;
-  const int64_t src_sample = data ? g.C_out * g.out_size() : g.C_in * g.in_size();
-  const int64_t per_group = blocks16(ps.m) * ps.C * ps.taps() * 16, per = st.nhb * st.ndb;
-  for_tasks(g.N * g.groups * per, [&](int64_t t) {
-    const int64_t ng = t / per, hb = t % per / st.ndb, db = t % st.ndb;
-    const int64_t n = ng / g.groups, grp = ng % g.groups;
-    const int64_t h0 = hb * st.hc, h1 = std::min(H.out, h0 + st.hc);
-    const int64_t d0 = D.out * db / st.ndb, d1 = D.out * (db + 1) / st.ndb;
-    int64_t* soff = reinterpret_cast<int64_t*>(slot_scratch(p, b, o));
-    int64_t* woff = soff + g.k[0] * g.k[1];
-    float* ring = reinterpret_cast<float*>(woff + g.k[0] * g.k[1]);  // [C][Dr][Hc][W]
-    const Source s = src.at(n * src_sample + grp * C * S_src);       // [C, S_src]
-    const RowMap m{0, st.Dr, st.Hc, st.sh * h0 + st.eh0};
-    const int64_t lo = std::max<int64_t>(0, m.ih0), hi = std::min(H.src, m.ih0 + st.Hc);
-    // fn(id) for the source planes output plane ud reads that are not in the ring yet.
-    const auto new_planes = [&](int64_t ud, auto&& fn) {
-      for (int64_t kd = 0; kd < D.K; ++kd) {
-        const int64_t id = D.s_in() * ud + D.e(kd);
-        if (!D.member(kd) || id < 0 || id >= D.src) continue;
-        bool held = false;
-        for (int64_t k = 0; k < D.K && ud > d0; ++k)
-          held = held || (D.member(k) && D.s_in() * (ud - 1) + D.e(k) == id);
-        if (!held) fn(id);
-      }
-    };
-    // (A chunk whose rows all lie in the padding converts nothing; its rows are stored zero.)
-    for (int64_t ud = d0; ud < d1; ++ud) {
-      new_planes(ud, [&](int64_t id) {
-        for (int64_t c = 0; c < C; ++c)
-          s.at(c * S_src + (id * H.src + lo) * W)
-              .convert((hi - lo) * W, 1, ring + c * ldc + m.at(id, lo, H.src, W));
-      });
-      RingAhead ahead;
-      if (ud + 1 < d1 && hi > lo) {
-        const int64_t eb = static_cast<int64_t>(s.elem_bytes());
-        ahead.C = C, ahead.cstride = S_src * eb, ahead.bytes = (hi - lo) * W * eb;
-        new_planes(ud + 1, [&](int64_t id) {
-          if (ahead.planes < 8)
-            ahead.at[ahead.planes++] = static_cast<const char*>(s.at((id * H.src + lo) * W).data);
-        });
-        ahead.per_tile = ceil_div(ahead.lines(), row_tiles(ps, h1 - h0));
-      }
-      run_rows(ps, ring, m, ldc, o.out + ng * ps.m * ps.dst_size(), ud * H.out + h0,
-               ud * H.out + h1, soff, woff, packed + grp * per_group, &ahead);
-    }
   });
 }
 
