@@ -39,35 +39,26 @@ ConvCase Fp16Case(const naive::ConvGeom& g, const std::string& label, uint64_t s
   return c;
 }
 
-// The weight gradient of the unrounded operands is off by more than 10x the 1e-5 tolerance
-// everywhere: a kernel that skipped the rounding could not pass.
-void ExpectDataDiscriminates(const ConvCase& c) {
+// The gradient `which` (&naive::Grads::weight or ::input) of the unrounded operands is off by
+// more than 10x the 1e-5 tolerance everywhere: a kernel that skipped the rounding could not pass.
+void ExpectDiscriminates(const ConvCase& c, auto which) {
   const acltest::BackwardValues v = acltest::RunConvBackward(c);
   ASSERT_TRUE(v.result.ok()) << c.Describe();
   const naive::Rounder r = naive::CubeOperandRounding(ACL_FLOAT, kUseFp16);
   const naive::Grads exact = naive::ConvBackward(c.geom, v.gy, v.x, v.w);
   const naive::Grads rounded = naive::ConvBackward(
       c.geom, naive::RoundAll(v.gy, r), naive::RoundAll(v.x, r), naive::RoundAll(v.w, r));
+  const auto &e = exact.*which, &o = rounded.*which;
   double least = 1e30;
-  for (size_t i = 0; i < exact.weight.value.size(); ++i)
-    least = std::min(
-        least, std::fabs(exact.weight.value[i] - rounded.weight.value[i]) / exact.weight.scale[i]);
+  for (size_t i = 0; i < e.value.size(); ++i)
+    least = std::min(least, std::fabs(e.value[i] - o.value[i]) / e.scale[i]);
   EXPECT_GT(least, 1e-4) << c.Describe();
 }
-
-// Likewise for the input gradient.
+void ExpectDataDiscriminates(const ConvCase& c) {
+  ExpectDiscriminates(c, &naive::Grads::weight);
+}
 void ExpectInputGradientDiscriminates(const ConvCase& c) {
-  const acltest::BackwardValues v = acltest::RunConvBackward(c);
-  ASSERT_TRUE(v.result.ok()) << c.Describe();
-  const naive::Rounder r = naive::CubeOperandRounding(ACL_FLOAT, kUseFp16);
-  const naive::Grads exact = naive::ConvBackward(c.geom, v.gy, v.x, v.w);
-  const naive::Grads rounded = naive::ConvBackward(
-      c.geom, naive::RoundAll(v.gy, r), naive::RoundAll(v.x, r), naive::RoundAll(v.w, r));
-  double least = 1e30;
-  for (size_t i = 0; i < exact.input.value.size(); ++i)
-    least = std::min(
-        least, std::fabs(exact.input.value[i] - rounded.input.value[i]) / exact.input.scale[i]);
-  EXPECT_GT(least, 1e-4) << c.Describe();
+  ExpectDiscriminates(c, &naive::Grads::input);
 }
 
 // Forces `algo`, checks both ways against the rounded reference, and that `algo` ran `primitive`.
