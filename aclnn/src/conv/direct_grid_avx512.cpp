@@ -18,6 +18,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "conv/bf16_narrow_avx512.h"
+#include "conv/bias_sums_avx512.h"
 #include "conv/direct_grid_forward_avx512.h"
 #include "gemm/avx512_util.h"
 
@@ -162,27 +163,6 @@ constexpr WeightTile kWeightTiles4[kWC4 + 1] = {nullptr,
                                                 weight_tile<4, 5, kUnitC>,
                                                 weight_tile<4, 6, kUnitC>};
 
-// Asks for a's next per_tile cache lines (each line of a run once), on from where the previous
-// ask stopped; nothing once both sets are asked for. The run's bounds are worked out once per
-// ask, not per line (per line they cost 2% of stride2's time, perf).
-inline void ask_ahead_lines(WeightAhead* a) {
-  for (int64_t k = a->per_tile; k > 0 && a->set < 2;) {
-    const int64_t s = a->set;
-    const uintptr_t start = reinterpret_cast<uintptr_t>(a->at[s] + a->run * a->stride[s]);
-    const uintptr_t first = start & ~uintptr_t{63};
-    const int64_t lines = static_cast<int64_t>((start + a->bytes[s] - first + 63) / 64);
-    const int64_t n = min64(k, lines - a->line);
-    const char* p = reinterpret_cast<const char*>(first) + a->line * 64;
-    for (int64_t i = 0; i < n; ++i) _mm_prefetch(p + 64 * i, _MM_HINT_T0);
-    a->line += n, k -= n;
-    if (a->line < lines) return;
-    a->line = 0;
-    if (++a->run < a->count[s]) continue;
-    a->run = 0;
-    ++a->set;
-  }
-}
-
 // The weight kernel's calls: output channel blocks of 32 (or 16) x channel tiles x taps, each tap
 // over its window of the runs; ahead (not null): per_tile of its lines asked for before each.
 template <bool kUnitC>
@@ -201,7 +181,7 @@ void weight_calls(int64_t m16, int64_t C, int64_t T, const int64_t* xoff, const 
                               : ov == 2 ? kWeightTiles<2, kUnitC>[rc]
                                         : kWeightTiles<1, kUnitC>[rc];
       for (int64_t t = 0; t < T; ++t) {
-        if (ahead) ask_ahead_lines(ahead);
+        if (ahead) ahead->ask();
         const RunWindow w = run_window(runs, box[t]);
         if (w.rows == 0) continue;  // the tap reads only padding here
         const int64_t r = w.start / runs.pitch, j = w.start % runs.pitch;
@@ -227,14 +207,6 @@ inline __m512 tree_sum16(const __m512 (&v)[16]) {
   return _mm512_add_ps(a[0], a[2]);
 }
 
-// sums[i] += s[i] (lanes i < n) in double.
-inline void add_sums(double* sums, __m512d lo, __m512d hi, int64_t n) {
-  const __mmask8 ml = static_cast<__mmask8>(gemm::first_lanes(n)),
-                 mh = static_cast<__mmask8>(gemm::first_lanes(n - 8));
-  _mm512_mask_storeu_pd(sums, ml, _mm512_add_pd(_mm512_maskz_loadu_pd(ml, sums), lo));
-  _mm512_mask_storeu_pd(sums + 8, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, sums + 8), hi));
-}
-
 // dst[c * ld_dst + r] = src[r * ld_src + c] (direct_transpose); kSums: also sums[r] += the row's
 // elements (r < rows), the 16 of a transposed block added in fp32 (tree_sum16: after the
 // transpose its vectors are columns, so the lanes are rows), the blocks' sums in double in column
@@ -254,11 +226,7 @@ void transpose_rows(const float* src, int64_t ld_src, int64_t rows, int64_t cols
       gemm::transpose16(v);
       const int64_t n = min64(16, cols - c0);
       for (int64_t i = 0; i < n; ++i) _mm512_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
-      if (kSums) {  // v[i >= n] are zero (masked loads)
-        const __m512 s = tree_sum16(v);
-        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(s)));
-        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(s, 1)));
-      }
+      if (kSums) widen_add(tree_sum16(v), lo, hi);  // v[i >= n] are zero (masked loads)
     }
     if (kSums && r0 < rows) add_sums(sums + r0, lo, hi, rows - r0);
   }

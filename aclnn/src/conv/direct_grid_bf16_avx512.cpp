@@ -19,6 +19,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "conv/bf16_dot_avx512.h"
+#include "conv/bias_sums_avx512.h"
 #include "conv/direct_grid_forward_avx512.h"
 #include "gemm/avx512_util.h"
 
@@ -165,25 +166,6 @@ void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const
                          pitch);
 }
 
-namespace {
-
-// Asks for ahead's next per_tile cache lines (each of a run's lines once).
-inline void ask_ahead(WeightAhead* a) {
-  for (int64_t k = 0; k < a->per_tile && a->set < 2; ++k) {
-    const int64_t s = a->set;
-    const uintptr_t start = reinterpret_cast<uintptr_t>(a->at[s] + a->run * a->stride[s]);
-    const uintptr_t first = start & ~uintptr_t{63}, end = start + a->bytes[s];
-    _mm_prefetch(reinterpret_cast<const char*>(first + a->line * 64), _MM_HINT_T0);
-    if (first + ++a->line * 64 < end) continue;
-    a->line = 0;
-    if (++a->run < a->count[s]) continue;
-    a->run = 0;
-    ++a->set;
-  }
-}
-
-}  // namespace
-
 void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
                                    const TapBox* box, const uint32_t* xt, int64_t ldx,
                                    const uint32_t* dyt, int64_t ldy, const WeightRuns& runs,
@@ -194,7 +176,7 @@ void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int6
     for (int64_t i = 0, c0 = 0; i < tiles; ++i) {
       const int rc = static_cast<int>(base + (i < wide));
       for (int64_t t = 0; t < T; ++t) {
-        if (ahead) ask_ahead(ahead);
+        if (ahead) ahead->ask();
         const RunWindow w = run_window(runs, box[t]);
         if (w.rows == 0) continue;  // the tap reads only padding here
         const uint32_t* x = xt + off[t] + w.start * ldx + c0;
@@ -306,17 +288,7 @@ inline void add_pair_sums(const __m512 (&v)[16], __m512d& lo, __m512d& hi) {
                 _mm512_castps_si512(v[2 * i + 1]), ones);
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) a[i] = _mm512_add_ps(a[2 * i], a[2 * i + 1]);
-  const __m512 s = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
-  lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(s)));
-  hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(s, 1)));
-}
-
-// sums[i] += (lo, hi)[i] for the lanes i < n.
-inline void add_sums(double* sums, __m512d lo, __m512d hi, int64_t n) {
-  const __mmask8 ml = static_cast<__mmask8>(gemm::first_lanes(n)),
-                 mh = static_cast<__mmask8>(gemm::first_lanes(n - 8));
-  _mm512_mask_storeu_pd(sums, ml, _mm512_add_pd(_mm512_maskz_loadu_pd(ml, sums), lo));
-  _mm512_mask_storeu_pd(sums + 8, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, sums + 8), hi));
+  widen_add(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])), lo, hi);
 }
 
 // The 32 band columns from k0 of one channel as 16 units: src = its source row + the column of
