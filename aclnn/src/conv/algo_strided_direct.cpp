@@ -4,11 +4,8 @@
 // strided forward of dy, its weight gradient a strided weight gradient with x and dy swapped.
 // Both forms broadcast the input, so a stride is only a larger step between the values read.
 //
-//   forward          task (sample, group, output plane, block of output rows): x_p = the rows the
-//                    block reads, zero-padded, as they are (NCHW); tiles of up to 3 vectors of 8
-//                    output channels x positions (strided_direct_avx2.cpp, oneDNN's jit_avx2
-//                    orientation) into a position-major block, transposed to y at the end.
-//                    Weights of a tile's channel blocks x a channel chunk stay in L1.
+//   forward          algo_strided_direct_forward.cpp: tiles of vectors of 8 output channels x
+//                    positions (strided_direct_avx2.cpp, oneDNN's jit_avx2 orientation).
 //   backward_weight  task (batch range, group, channel block), per sample, output plane and block
 //                    of output rows: dy_t [rows][pitch][m16] (dy channels-last) and
 //                    x_t [kd][row][col][cb16] (the rows read, zero-padded, channels-last); then
@@ -21,7 +18,9 @@
 //                    with ldx = s2 * cb16 and pitch = s1 * Wx / s2 (Wx a multiple of s2) that is s2
 //                    input columns and s1 input rows; dy_t rows are `pitch` positions apart to
 //                    match (only the first out[2] of each are written and read). In place with
-//                    fp32 dy, dy_t is one transpose of the block's rows, out[2] apart.
+//                    fp32 dy, dy_t is one transpose of the block's rows, out[2] apart, and a
+//                    block is as many rows as keep dy_t within kBlockBytes (in_place_rows;
+//                    ct2d_decoder: its whole 16 x 16 plane, one kernel call).
 //
 // Measured against grid_direct on an AVX2-only Zen 3 (1 thread; see the commits): ct2d_decoder
 // forward 4.29 -> 3.85 ms, weight gradient 4.6 -> 4.06 ms (runs of 64 positions keep a call's dy_t
@@ -37,13 +36,17 @@
 #include "conv/algorithms.h"
 #include "conv/direct_grid.h"
 #include "conv/strided_direct.h"
+#include "conv/strided_direct_plan.h"
 #include "conv/tap_grid.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
 namespace {
 
-constexpr double kMinMacs = double(1 << 22);
+using strided_direct::channel_rules;
+using strided_direct::common;
+using strided_direct::tap_offsets;
+
 constexpr int64_t kCallPositions = 64;  // output positions per kernel call
 // ... when x is read in place (AVX-512): no x_t lines to keep in L1 (Zen 4, 1 thread, min of 5
 // under load, ms: ct2d 2.71 -> 2.63, ct3d 3.33 -> 3.17).
@@ -87,6 +90,20 @@ int64_t block_rows(const ConvGeometry& g, int64_t cblock) {
   return rows;
 }
 
+// Output rows per block of fp32 read in place (AVX-512): as many as keep dy_t (the block's
+// positions x m16) within kBlockBytes; no x_t.
+int64_t in_place_rows(const ConvGeometry& g) {
+  int64_t rows = g.out[1];
+  while (rows > 1 && rows * g.out[2] * round16(g.cout_g()) * 4 > block_budget(kBlockBytes))
+    rows = ceil_div(rows, 2);
+  return rows;
+}
+
+// x_t's floats: AVX-512 reads x in place, or from its converted slab, never from x_t.
+int64_t x_t_elems(const Problem& p, const ConvGeometry& g, const Frame& f) {
+  return p.avx512() ? 0 : f.x_elems(g.k[0]);
+}
+
 // Converted x on AVX-512: what a block of output rows (plane od, rows from o1) reads, as fp32
 // x_s [nc][k0][Rx][W]: planes s0*od - pb0 + kd*dil0, rows ih0 + i (ih0 = s1*o1 - pb1), every
 // column, in x's own row layout, so the in-place kernel reads it like x itself (slab_layout).
@@ -120,38 +137,6 @@ int64_t slab_tap_offset(const ConvGeometry& g, const Frame& f, int64_t od, int64
   const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
   return (plane_slot(g, od, kd) * f.Rx + kh * g.dil[1]) * g.in[2] + kw * g.dil[2] - g.pad_before[2];
 }
-// The rules both primitives share; avx512_measured: preferred on AVX-512 too.
-Fit common(const Problem& p, bool avx512_measured) {
-  Fit f;
-  const ConvGeometry& g = p.g;
-  const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
-  if (p.fp64 || !p.packed_gemm()) {
-    f.reason = "needs fp32 and AVX2 or AVX-512";
-    return f;
-  }
-  if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
-    f.reason = "empty";
-    return f;
-  }
-  f.applies = true;
-  f.preferred = strided && (!p.avx512() || avx512_measured) && p.macs() >= kMinMacs;
-  f.reason = !strided ? "unit stride: grid_direct's grid has no extra phases"
-             : p.avx512() && !avx512_measured ? "measured on AVX2 only"
-             : p.macs() < kMinMacs            ? "below 4M multiply-adds"
-                                              : "strided: the input read at its own resolution";
-  return f;
-}
-
-// Fewer than 8 input channels leave the weight tiles part empty; above 64 output channels per
-// group the GEMM lowerings were faster for grid_direct's AVX2 tiles, and these are the same.
-void channel_rules(Fit& f, const ConvGeometry& g) {
-  if (f.preferred && (g.cin_g() < 8 || g.cout_g() > 64)) {
-    f.preferred = false;
-    f.reason = g.cin_g() < 8 ? "fewer than 8 input channels per group"
-                             : "more than 64 output channels per group";
-  }
-}
-
 Fit plan(const Problem& p) {
   // On AVX-512 the weight kernel is direct_grid.h's AVX-512 one, and it wins there as well (Zen 4,
   // 1 thread, median of 3: ct2d_decoder 3.04 vs grid_direct's 3.39 ms, ct3d 4.32 vs 4.90).
@@ -160,27 +145,18 @@ Fit plan(const Problem& p) {
   const ConvGeometry& g = p.g;
   channel_rules(f, g);
   plan_weight_split(p, 4, even_cblock(p, kMaxChannels), f.b);
-  f.b.rows = block_rows(g, f.b.cblock);
+  f.b.rows = p.avx512() && !p.converts ? in_place_rows(g) : block_rows(g, f.b.cblock);
   const Frame fr = frame_of(g, f.b.cblock, f.b.rows);
   const int64_t T = g.k_size();
   // dy_t, x_t, dwt, then 16 converted rows of a non-fp32 source (staged for the transposes);
   // converting on AVX-512: x_s, dy_b and a block's x_s tap offsets (int64).
   f.b.slot_elems =
-      fr.dy_elems() + fr.x_elems(g.k[0]) + round16(T * fr.cb16 * fr.m16) +
+      fr.dy_elems() + x_t_elems(p, g, fr) + round16(T * fr.cb16 * fr.m16) +
       round16(16 * std::max(g.in[2], g.out[2])) +
       (p.converts && p.avx512() ? slab_elems(g, fr) + dy_block_elems(g, fr) + round16(2 * T) : 0);
   // x_t offsets (int64), tap boxes, in-place x offsets and slab offsets (int64)
   f.b.shared_elems = round16(2 * T) + round16(12 * T) + 2 * round16(2 * T);
   return f;
-}
-
-// off[q] = offset of kernel tap q (kd, kh, kw) in a block of k[0] planes of Rx rows x Wx columns
-// with `elems` floats per column: both primitives' blocks are laid out so.
-void tap_offsets(const ConvGeometry& g, int64_t Rx, int64_t Wx, int64_t elems, int64_t* off) {
-  for (int64_t q = 0; q < g.k_size(); ++q) {
-    const int64_t kd = q / (g.k[1] * g.k[2]), kh = q / g.k[2] % g.k[1], kw = q % g.k[2];
-    off[q] = ((kd * Rx + kh * g.dil[1]) * Wx + kw * g.dil[2]) * elems;
-  }
 }
 
 // Asks for the cache lines of n elements of `src` (any kind): the next of the short runs the
@@ -302,6 +278,20 @@ bool slab_ahead(const ConvGeometry& g, const Frame& f, const Source& x, int64_t 
   return s > 0 && ahead_lines(a) * 64 <= kAheadMaxBytes;
 }
 
+// The dy rows of a block (plane od, output rows from o1) of fp32 read in place, as `a`'s first
+// set (Cog runs S_out apart), for the kernel calls of the block before to ask for: the block's
+// transpose reads them first, Cog streams the hardware prefetcher does not see coming (asking
+// for x's rows as well measured no better). False: more than kAheadMaxBytes, or fewer than
+// kAheadMinWorkPerLine FMAs a line to hide them behind.
+bool in_place_ahead(const ConvGeometry& g, const Frame& f, const float* dy, int64_t nc, int64_t od,
+                    int64_t o1, WeightAhead& a) {
+  const int64_t run = std::min(f.rows, g.out[1] - o1) * g.out[2];
+  a.at[0] = reinterpret_cast<const char*>(dy + (od * g.out[1] + o1) * g.out[2]);
+  a.count[0] = g.cout_g(), a.stride[0] = g.out_size() * 4, a.bytes[0] = run * 4;
+  const int64_t lines = ahead_lines(a), fmas = run * (f.m16 / 16) * nc * g.k_size();
+  return lines * 64 <= kAheadMaxBytes && fmas >= kAheadMinWorkPerLine * lines;
+}
+
 // Calls call(r, j, runs) for output rows [o1, o1 + rows) of plane od (the block) as runs of about
 // `positions` positions, the first at block row r, column j; dy_t rows `pitch` positions apart.
 template <typename Call>
@@ -365,6 +355,34 @@ void in_place_block(const ConvGeometry& g, const Frame& f, const Source& dy, con
                  });
 }
 
+// One sample's blocks on AVX-512 (x read in place, or converted a slab at a time). Converting
+// (slab): the planes inner, so each block follows the same rows of the plane before and keeps
+// the x planes they share; else the row blocks inner. While a block computes, the next one (the
+// next inner index, else outer, else the next sample's first: ndy, nx; null: none) is asked for.
+void in_place_sample(const ConvGeometry& g, const Frame& f, const Source& dy, const Source& x,
+                     const Source* ndy, const Source* nx, int64_t nc, bool slab,
+                     const int64_t* xoff, const TapBox* box, const InPlaceScratch& ws) {
+  const int64_t row_blocks = ceil_div(g.out[1], f.rows);
+  const int64_t outer = slab ? row_blocks : g.out[0], inner = slab ? g.out[0] : row_blocks;
+  for (int64_t i_out = 0; i_out < outer; ++i_out)
+    for (int64_t i_in = 0; i_in < inner; ++i_in) {
+      const int64_t od = slab ? i_in : i_out, o1 = (slab ? i_out : i_in) * f.rows;
+      const bool last_in = i_in + 1 == inner, last = last_in && i_out + 1 == outer;
+      const int64_t ni_out = last ? 0 : last_in ? i_out + 1 : i_out, ni_in = last_in ? 0 : i_in + 1;
+      const int64_t nod = slab ? ni_in : ni_out, no1 = (slab ? ni_out : ni_in) * f.rows;
+      WeightAhead ahead;
+      bool ask = false;
+      if (!last || ndy) {
+        const Source& bx = last ? *nx : x;
+        const float* bdy = f32_data(last ? *ndy : dy);
+        ask = slab ? slab_ahead(g, f, bx, nc, nod, g.stride[1] * no1 - g.pad_before[1], nod > 0,
+                                ahead)
+                   : bdy && in_place_ahead(g, f, bdy, nc, nod, no1, ahead);
+      }
+      in_place_block(g, f, dy, x, nc, od, o1, slab, xoff, box, ws, ask ? &ahead : nullptr);
+    }
+}
+
 void backward_weight(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size(), rows = g.col_rows();
@@ -383,12 +401,11 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
   int64_t* xoff = reinterpret_cast<int64_t*>(o.shared + round16(2 * K) + round16(12 * K));
   for (int64_t q = 0; q < K; ++q) xoff[q] = tap_source_offset(g, q);
   const int64_t ldx = g.stride[2] * f.cb16, xrow = g.stride[1] * f.Wx * f.cb16;
-  const int64_t row_blocks = ceil_div(g.out[1], f.rows);
   for_weight_tasks(
       p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
         float* dy_t = slot_scratch(p, b, o);
-        float* x_t = dy_t + f.dy_elems();
-        float* dwt = x_t + f.x_elems(g.k[0]);  // [K, nc, m16]
+        float* x_t = dy_t + f.dy_elems();       // (AVX2 only)
+        float* dwt = x_t + x_t_elems(p, g, f);  // [K, nc, m16]
         float* stage = dwt + round16(K * f.cb16 * f.m16);
         float* x_s = stage + round16(16 * std::max(g.in[2], g.out[2]));  // converted x slab
         float* dy_b = x_s + slab_elems(g, f);  // converted dy block [Cog][r * out[2]]
@@ -398,32 +415,18 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         const auto x_of = [&](int64_t n) {
           return o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
         };
+        const auto dy_of = [&](int64_t n) { return o.ysrc.at((n * g.C_out + grp * Cog) * S_out); };
         for (int64_t n = n0; n < n1; ++n) {
-          const Source dy = o.ysrc.at((n * g.C_out + grp * Cog) * S_out);
-          const Source x = x_of(n);
-          // Converting (slab): the planes inner, so each block follows the same rows of the
-          // plane before and keeps the x planes they share; the next block's planes are asked
-          // for while this one computes.
-          const int64_t outer = slab ? row_blocks : g.out[0];
-          const int64_t inner = slab ? g.out[0] : row_blocks;
-          for (int64_t i_out = 0; i_out < outer; ++i_out)
-            for (int64_t i_in = 0; i_in < inner; ++i_in) {
-              const int64_t od = slab ? i_in : i_out, o1 = (slab ? i_out : i_in) * f.rows;
-              if (in_place) {
-                WeightAhead ahead;
-                bool ask = false;
-                if (slab) {  // the next block: same rows, next plane; next rows; next sample
-                  const bool last_in = i_in + 1 == inner, last = last_in && i_out + 1 == outer;
-                  const int64_t nod = last_in ? 0 : od + 1;
-                  const int64_t no1 = last ? 0 : last_in ? o1 + f.rows : o1;
-                  if (!last || n + 1 < n1)
-                    ask = slab_ahead(g, f, last ? x_of(n + 1) : x, nc, nod,
-                                     g.stride[1] * no1 - g.pad_before[1], nod > 0, ahead);
-                }
-                in_place_block(g, f, dy, x, nc, od, o1, slab, xoff, box, ws,
-                               ask ? &ahead : nullptr);
-                continue;
-              }
+          const Source dy = dy_of(n), x = x_of(n);
+          if (in_place) {
+            const bool more = n + 1 < n1;
+            const Source ndy = more ? dy_of(n + 1) : dy, nx = more ? x_of(n + 1) : x;
+            in_place_sample(g, f, dy, x, more ? &ndy : nullptr, more ? &nx : nullptr, nc, slab,
+                            xoff, box, ws);
+            continue;
+          }
+          for (int64_t od = 0; od < g.out[0]; ++od)
+            for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
               const int64_t r = std::min(f.rows, g.out[1] - o1);
               build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
               build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
@@ -435,6 +438,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
                              });
             }
         }
+        if (p.avx512()) return weight_acc_to_dw_avx512(dwt, K, nc, f.m16, Cog, dst, rows);
         for (int64_t oc = 0; oc < Cog; ++oc)  // dw[o][c*K + q] = dwt[q][c][o]
           for (int64_t c = 0; c < nc; ++c)
             for (int64_t q = 0; q < K; ++q)
@@ -442,139 +446,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
       });
 }
 
-// ---- forward: x at its own resolution, oneDNN's orientation (strided_direct.h) ----
-
-constexpr int64_t kFwdBlockBytes = int64_t{256} << 10;  // x_p + y_t of one row block
-constexpr int64_t kChunkBytes = int64_t{16} << 10;      // packed weights of a 3-block tile
-
-// x_p [c][kd][i][j] = x[c][s0*od - pb0 + kd*d0][s1*o1 - pb1 + i][j - pb2] (zero outside) for a
-// block of `rows` output rows; y_t [position][mp] the block's outputs position-major.
-struct FwdFrame {
-  int64_t Wx = 0, Rx = 0, rows = 0, cplane = 0, mp = 0;
-  int64_t x_elems(int64_t C) const { return round16(C * cplane); }
-  int64_t y_elems(int64_t n) const { return round16(rows * n * mp); }
-};
-
-FwdFrame fwd_frame(const ConvGeometry& g, int64_t rows) {
-  FwdFrame f;
-  f.Wx = g.stride[2] * (g.out[2] - 1) + g.dil[2] * (g.k[2] - 1) + 1;
-  f.Rx = g.stride[1] * (rows - 1) + g.dil[1] * (g.k[1] - 1) + 1;
-  f.rows = rows;
-  f.cplane = g.k[0] * f.Rx * f.Wx;
-  f.mp = ceil_div(g.cout_g(), 8) * 8;
-  return f;
-}
-
-int64_t fwd_rows(const ConvGeometry& g) {
-  int64_t rows = g.out[1];
-  while (rows > 1) {
-    const FwdFrame f = fwd_frame(g, rows);
-    if ((f.x_elems(g.cin_g()) + f.y_elems(g.out[2])) * 4 <= kFwdBlockBytes) break;
-    rows = ceil_div(rows, 2);
-  }
-  return rows;
-}
-
-int64_t packed_elems(const ConvGeometry& g) {
-  return ceil_div(g.cout_g(), 8) * 8 * g.cin_g() * g.k_size();
-}
-
-Fit plan_forward(const Problem& p) {
-  Fit f = common(p, /*avx512_measured=*/false);
-  if (!f.applies) return f;
-  const ConvGeometry& g = p.g;
-  // Measured only where the weight gradient's rules hold (transposed convolutions' shapes).
-  channel_rules(f, g);
-  f.b.rows = fwd_rows(g);
-  const FwdFrame fr = fwd_frame(g, f.b.rows);
-  f.b.cblock = std::clamp<int64_t>(kChunkBytes / (24 * g.k_size() * 4), 1, g.cin_g());
-  f.b.slot_elems = fr.x_elems(g.cin_g()) + fr.y_elems(g.out[2]);
-  f.b.shared_elems = round16(2 * g.k_size()) + g.groups * round16(packed_elems(g));
-  return f;
-}
-
-// x_p of one row block (see FwdFrame), converted from the source's dtype.
-void build_x_p(const ConvGeometry& g, const FwdFrame& f, const Source& x, int64_t od, int64_t i0,
-               float* x_p) {
-  const int64_t W = g.in[2], pb2 = g.pad_before[2];
-  const int64_t lo = std::clamp<int64_t>(pb2, 0, f.Wx), hi = std::clamp<int64_t>(pb2 + W, lo, f.Wx);
-  for (int64_t c = 0; c < g.cin_g(); ++c)
-    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-      const int64_t id = g.stride[0] * od - g.pad_before[0] + kd * g.dil[0];
-      for (int64_t i = 0; i < f.Rx; ++i) {
-        const int64_t ih = i0 + i;
-        float* dst = x_p + c * f.cplane + (kd * f.Rx + i) * f.Wx;
-        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || hi <= lo) {
-          std::memset(dst, 0, static_cast<size_t>(f.Wx) * sizeof(float));
-          continue;
-        }
-        std::memset(dst, 0, static_cast<size_t>(lo) * sizeof(float));
-        std::memset(dst + hi, 0, static_cast<size_t>(f.Wx - hi) * sizeof(float));
-        x.at(c * g.in_size() + (id * g.in[1] + ih) * W + lo - pb2).convert(hi - lo, 1, dst + lo);
-      }
-    }
-}
-
-void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  const ConvGeometry& g = p.g;
-  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), K = g.k_size(), n = g.out[2];
-  const int64_t blocks = ceil_div(Cog, 8), pk_g = round16(packed_elems(g));
-  const FwdFrame f = fwd_frame(g, b.rows);
-  int64_t* off = reinterpret_cast<int64_t*>(o.shared);  // tap q -> x_p offset
-  tap_offsets(g, f.Rx, f.Wx, 1, off);
-  float* packed = o.shared + round16(2 * K);
-  // [ob][c][q][8], zero past Cog; fp32 weights read directly (Source::value's dtype switch per
-  // element cost 1-2% of ct2d_decoder's call).
-  const float* w32 =
-      o.wsrc.kind == SrcKind::kF32 ? static_cast<const float*>(o.wsrc.data) : nullptr;
-  for_tasks(g.groups, [&](int64_t grp) {
-    float* pk = packed + grp * pk_g;
-    for (int64_t ob = 0; ob < blocks; ++ob)
-      for (int64_t c = 0; c < Cig; ++c)
-        for (int64_t q = 0; q < K; ++q, pk += 8)
-          for (int64_t i = 0; i < 8; ++i) {
-            const int64_t oc = ob * 8 + i, at = ((grp * Cog + oc) * Cig + c) * K + q;
-            pk[i] = oc >= Cog ? 0.0f : w32 ? w32[at] : o.wsrc.value(at);
-          }
-  });
-  const int64_t row_blocks = ceil_div(g.out[1], f.rows), per_sample = g.out[0] * row_blocks;
-  for_tasks(g.N * g.groups * per_sample, [&](int64_t t) {
-    const int64_t blk = t % per_sample, ng = t / per_sample, grp = ng % g.groups, s = ng / g.groups;
-    const int64_t od = blk / row_blocks, o1 = blk % row_blocks * f.rows;
-    const int64_t rows = std::min(f.rows, g.out[1] - o1);
-    float* x_p = slot_scratch(p, b, o);
-    float* y_t = x_p + f.x_elems(Cig);
-    build_x_p(g, f, o.xsrc.at((s * g.C_in + grp * Cig) * g.in_size()), od,
-              g.stride[1] * o1 - g.pad_before[1], x_p);
-    const float* pk = packed + grp * pk_g;
-    const int64_t ob_stride = Cig * K * 8;
-    // Weights of up to 3 blocks x a channel chunk stay in L1 (groups as the kernel splits them).
-    const int64_t groups3 = ceil_div(blocks, 3);
-    for (int64_t gi = 0, ob = 0, nb = 0; gi < groups3; ++gi, ob += nb) {
-      nb = blocks / groups3 + (gi < blocks % groups3);
-      for (int64_t c0 = 0; c0 < Cig; c0 += b.cblock)
-        for (int64_t r = 0; r < rows; ++r)
-          strided_forward_avx2(nb, n, std::min(b.cblock, Cig - c0), K, off,
-                               x_p + c0 * f.cplane + g.stride[1] * r * f.Wx, f.cplane, g.stride[2],
-                               pk + ob * ob_stride + c0 * K * 8, ob_stride,
-                               y_t + r * n * f.mp + ob * 8, f.mp, c0 > 0);
-    }
-    float* y = o.out + (s * g.C_out + grp * Cog) * g.out_size() + (od * g.out[1] + o1) * n;
-    for (int64_t r = 0; r < rows; ++r)
-      positions_to_channels_avx2(y_t + r * n * f.mp, f.mp, n, Cog, y + r * n, g.out_size());
-  });
-}
-
 }  // namespace
-
-const Algorithm kStridedDirectForward{"strided_direct",
-                                      Primitive::kForward,
-                                      plan_forward,
-                                      forward,
-                                      /*run_f64=*/nullptr,
-                                      /*run_bf16=*/nullptr,
-                                      /*reads_sources=*/true,
-                                      /*needs_isa=*/gemm::Isa::kAvx2};
 
 const Algorithm kStridedDirectWeight{"strided_direct",
                                      Primitive::kBackwardWeight,

@@ -1,7 +1,8 @@
 // The AVX2 + FMA kernels of strided_direct's forward (algo_strided_direct.cpp): a strided
 // convolution computed on the input at its own resolution, in oneDNN's orientation (vectors of 8
 // output channels, input values broadcast), so a stride is only a larger step between the
-// positions a tile broadcasts from. Call only where gemm::isa() is at least kAvx2.
+// positions a tile broadcasts from (call only where gemm::isa() is at least kAvx2), and the
+// AVX-512 step of its weight gradient around direct_grid.h's weight kernel.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,12 @@ namespace aclnn_cpu::conv {
 void strided_forward_avx2(int64_t blocks, int64_t n, int64_t C, int64_t T, const int64_t* off,
                           const float* x, int64_t cstride, int64_t xstep, const float* packed,
                           int64_t ob_stride, float* yt, int64_t ldy, bool add);
+
+// dw[o * ld + c * K + q] = dwt[(q * nc + c) * m16 + o] for o < Cog, c < nc, q < K: a weight task's
+// accumulators [K, nc, m16] (direct_grid.h's weight kernel) back into dw's rows [Cog][.. nc * K]
+// (AVX-512; call only where gemm::isa() is kAvx512).
+void weight_acc_to_dw_avx512(const float* dwt, int64_t K, int64_t nc, int64_t m16, int64_t Cog,
+                             float* dw, int64_t ld);
 
 // dst[o * ld_dst + p] = src[p * ld_src + o] for o < m, p < n: position-major rows back to
 // channel rows (any strides and alignment).
