@@ -101,6 +101,28 @@ TEST(ConvFp16Rounding, GridDirectWeightRoundsInTheTranspose) {
   }
 }
 
+// col2im_gemm's data gradient with the weights packed once per group: USE_FP16 dy read in place,
+// rounded to fp16 by the GEMM's packing (gemm::Mat::fp16), columns past a 48-wide panel, two
+// groups, a stride (col2im's scatter). fp16 dy takes the converted chunk instead.
+TEST(ConvFp16Rounding, Col2imGemmDataRoundsInThePacking) {
+  const std::vector<ConvCase> cases = {
+      Fp16Case(MakeGeom({4, 6, 14, 13}, {40, 6, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), "col2im", 50),
+      Fp16Case(MakeGeom({3, 16, 15, 17}, {24, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 2), "col2im_g2",
+               51),
+  };
+  for (const ConvCase& c : cases) {
+    ExpectInputGradientDiscriminates(c);
+    ConvCase dx_only = c;
+    dx_only.mask = {true, false, false};
+    ExpectForcedMatches(dx_only, "col2im_gemm", "backward_data");
+    ConvCase h = acltest::MakeCase(c.geom, c.label + "_f16", c.seed + 10);
+    h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
+    h.mask = {true, false, false};
+    ScopedEnv force("ACLNN_CPU_CONV_ALGO", "col2im_gemm");
+    EXPECT_TRUE(acltest::CheckConvBackward(h)) << h.label;
+  }
+}
+
 // strided_direct: a transposed 3d convolution (its weight gradient is a strided one), ct3d's
 // kernel and strides, several row blocks and planes.
 TEST(ConvFp16Rounding, StridedDirectWeightGradientRounds) {
