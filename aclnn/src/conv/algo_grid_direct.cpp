@@ -146,18 +146,19 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o
 
 // The AVX-512 weight kernel reads fp32 x where it lies; other dtypes (fp16, USE_FP16, ...) are
 // converted a sample at a time, x [cblock, S_in], into the slot and then read the same way, dy
-// converted inside its transpose (8-bit dy staged [Cog, block positions] first) (Zen 4, 1 thread, backward_weight ms, band / in place:
-// grouped/f16 14.97 / 9.40, stride2/usefp16 63.1 / 47.3, mnist2/f16 11.48 / 10.17). Taken while
-// the slots' copies stay within the element count of the largest tensor, x or dy (1 byte an
-// element: float8), so the workspace bound holds; larger samples keep the converting band.
-// Bounded by x alone, c3d_video at 2 threads (dy twice x) kept the band: backward_weight f16
-// 112.7 ms vs fp32's 96.7 (Zen 4).
+// converted inside its transpose (8-bit dy staged [Cog, block positions] first) (Zen 4, 1 thread,
+// backward_weight ms, band / in place: grouped/f16 14.97 / 9.40, stride2/usefp16 63.1 / 47.3,
+// mnist2/f16 11.48 / 10.17). Taken while the slots' copies stay within the element count of the
+// largest tensor, x or dy (1 byte an element: float8), so the workspace bound holds; larger samples
+// keep the converting band. Bounded by x alone, c3d_video at 2 threads (dy twice x) kept the band:
+// backward_weight f16 112.7 ms vs fp32's 96.7 (Zen 4).
 bool converts_x_in_place(const Problem& p, int64_t cblock) {
   const ConvGeometry& g = p.g;
   const int64_t largest = g.N * std::max(g.C_in * g.in_size(), g.C_out * g.out_size());
   return p.converts && p.avx512() && 4 * p.slots * round16(cblock * g.in_size()) <= largest;
 }
-// Its slot part: the stage of a block's dy [Cog, positions], then a sample's x [cblock, S_in].
+// Its slot part: the stage of a block's dy [Cog, positions] (used by 8-bit dy only; the plan does
+// not see dy's dtype), then a sample's x [cblock, S_in].
 int64_t converted_stage_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {
   return round16(g.cout_g() * b.rows * tg.out[2]);
 }
@@ -401,7 +402,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         float* row = dy_t + ws.dy_t;                           // [16][phase][Wp]
         float* band_t = row + ws.band;                         // [phase][plane][cb16]
         float* dwt = band_t + ws.band_t;                       // [T, nc, m16]
-        float* stage = dwt + ws.dwt;                           // converted: dy [Cog, positions]
+        float* stage = dwt + ws.dwt;                           // 8-bit dy: [Cog, positions]
         float* x32 = stage + converted_stage_elems(g, tg, b);  // converted: x [nc, S_in]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         // gradBias [Cog] of this range and group (first channel block only), or null.
