@@ -81,6 +81,48 @@ TEST(ConvFp16Rounding, PointwiseWeightGradientRoundsInThePacking) {
   ExpectForcedMatches(c, "pointwise_gemm", "backward_weight");
 }
 
+// grid_direct's weight gradient on AVX-512 (x converted a sample at a time, dy converted and
+// rounded inside its transpose to channels-last, gradBias summed there from the unrounded dy):
+// output channels past a vector (40: a tail of 8), several samples and grid rows, a W stride.
+// gradBias is checked against the sum of the stored dy, which the rounded dy misses by ~1e-4.
+// fp16 inputs take the same transposes (converted, not rounded).
+TEST(ConvFp16Rounding, GridDirectWeightRoundsInTheTranspose) {
+  const std::vector<ConvCase> cases = {
+      Fp16Case(MakeGeom({8, 6, 14, 13}, {40, 6, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), "grid_w", 48),
+      Fp16Case(MakeGeom({6, 8, 15, 17}, {20, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1), "grid_w_s2", 49),
+  };
+  for (const ConvCase& c : cases) {
+    ExpectDataDiscriminates(c);
+    ExpectForcedMatches(c, "grid_direct", "backward_weight");
+    ConvCase h = acltest::MakeCase(c.geom, c.label + "_f16", c.seed + 10);
+    h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
+    ScopedEnv force("ACLNN_CPU_CONV_ALGO", "grid_direct");
+    EXPECT_TRUE(acltest::CheckConvBackward(h)) << h.label;
+  }
+}
+
+// col2im_gemm's data gradient with the weights packed once per group: USE_FP16 dy read in place,
+// rounded to fp16 by the GEMM's packing (gemm::Mat::fp16), columns past a 48-wide panel, two
+// groups, a stride (col2im's scatter). fp16 dy takes the converted chunk instead.
+TEST(ConvFp16Rounding, Col2imGemmDataRoundsInThePacking) {
+  const std::vector<ConvCase> cases = {
+      Fp16Case(MakeGeom({4, 6, 14, 13}, {40, 6, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), "col2im", 50),
+      Fp16Case(MakeGeom({3, 16, 15, 17}, {24, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 2), "col2im_g2",
+               51),
+  };
+  for (const ConvCase& c : cases) {
+    ExpectInputGradientDiscriminates(c);
+    ConvCase dx_only = c;
+    dx_only.mask = {true, false, false};
+    ExpectForcedMatches(dx_only, "col2im_gemm", "backward_data");
+    ConvCase h = acltest::MakeCase(c.geom, c.label + "_f16", c.seed + 10);
+    h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
+    h.mask = {true, false, false};
+    ScopedEnv force("ACLNN_CPU_CONV_ALGO", "col2im_gemm");
+    EXPECT_TRUE(acltest::CheckConvBackward(h)) << h.label;
+  }
+}
+
 // strided_direct: a transposed 3d convolution (its weight gradient is a strided one), ct3d's
 // kernel and strides, several row blocks and planes.
 TEST(ConvFp16Rounding, StridedDirectWeightGradientRounds) {

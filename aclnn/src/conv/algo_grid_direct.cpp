@@ -16,11 +16,13 @@
 //                    (tap_box); at the end dw block = dwt transposed back. fp32 x on AVX-512 is
 //                    not copied at all: the kernel broadcasts it from the source where it lies,
 //                    and dy_t is the block's positions without grid columns (one transpose);
-//                    other dtypes are converted a sample at a time into the slot and read so.
+//                    other dtypes: x converted a sample at a time into the slot and read so,
+//                    dy converted (and rounded, USE_FP16 / HF32) inside that transpose.
 //                    gradBias [C_out] = sum of dy over n and space: where asked (Operands::bias),
-//                    the first channel block's tasks add dy into per-range double sums as the
-//                    transpose to dy_t reads it (oneDNN sums diff_bias in its first input-channel
-//                    block's pass likewise), so no separate pass streams dy from memory again.
+//                    the first channel block's tasks add dy (as stored, before any operand
+//                    rounding) into per-range double sums as the transpose to dy_t reads it
+//                    (oneDNN sums diff_bias in its first input-channel block's pass likewise), so
+//                    no separate pass streams dy from memory again.
 //
 // Cost rules: above ~4M multiply-adds (the scratch then pays off), at most 25% of the grid's
 // columns dropped, at most 64 phase planes.
@@ -143,19 +145,20 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o
 }
 
 // The AVX-512 weight kernel reads fp32 x where it lies; other dtypes (fp16, USE_FP16, ...) are
-// converted a sample at a time, x [cblock, S_in], into the slot and then read the same way, and dy
-// [Cog, block positions] likewise (Zen 4, 1 thread, backward_weight ms, band / in place:
-// grouped/f16 14.97 / 9.40, stride2/usefp16 63.1 / 47.3, mnist2/f16 11.48 / 10.17). Taken while
-// the slots' copies stay within the element count of the largest tensor, x or dy (1 byte an
-// element: float8), so the workspace bound holds; larger samples keep the converting band.
-// Bounded by x alone, c3d_video at 2 threads (dy twice x) kept the band: backward_weight f16
-// 112.7 ms vs fp32's 96.7 (Zen 4).
+// converted a sample at a time, x [cblock, S_in], into the slot and then read the same way, dy
+// converted inside its transpose (8-bit dy staged [Cog, block positions] first) (Zen 4, 1 thread,
+// backward_weight ms, band / in place: grouped/f16 14.97 / 9.40, stride2/usefp16 63.1 / 47.3,
+// mnist2/f16 11.48 / 10.17). Taken while the slots' copies stay within the element count of the
+// largest tensor, x or dy (1 byte an element: float8), so the workspace bound holds; larger samples
+// keep the converting band. Bounded by x alone, c3d_video at 2 threads (dy twice x) kept the band:
+// backward_weight f16 112.7 ms vs fp32's 96.7 (Zen 4).
 bool converts_x_in_place(const Problem& p, int64_t cblock) {
   const ConvGeometry& g = p.g;
   const int64_t largest = g.N * std::max(g.C_in * g.in_size(), g.C_out * g.out_size());
   return p.converts && p.avx512() && 4 * p.slots * round16(cblock * g.in_size()) <= largest;
 }
-// Its slot part: the stage of a block's dy [Cog, positions], then a sample's x [cblock, S_in].
+// Its slot part: the stage of a block's dy [Cog, positions] (used by 8-bit dy only; the plan does
+// not see dy's dtype), then a sample's x [cblock, S_in].
 int64_t converted_stage_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {
   return round16(g.cout_g() * b.rows * tg.out[2]);
 }
@@ -221,10 +224,13 @@ Fit plan_weight(const Problem& p) {
       weight_scratch(g, tg, f.b.cblock, f.b.rows, false).total() +
           (converts_x_in_place(p, f.b.cblock) ? converted_elems(g, tg, f.b) : 0),
       p.bf16 ? weight_scratch(g, weight_grid_bf16(g), f.b.cblock, f.b.rows, true).total() : 0);
-  // gradBias is summed from dy as the kernels' transposes read it, where they read it exactly
-  // as stored: fp32 x in place on AVX-512 (or converted a sample at a time), and the bf16 run
-  // (its dy pairs); AVX2's band path leaves it to the engine's channel_sum.
-  f.b.sums_bias = p.bf16 || (p.avx512() && (!p.converts || converts_x_in_place(p, f.b.cblock)));
+  // gradBias is summed from dy as the kernels' transposes read it: fp32 x in place on AVX-512 (or
+  // converted a sample at a time; dy then converted and rounded inside the transpose, summed from
+  // its stored values before that rounding), and the bf16 run (its dy pairs); AVX2's band path
+  // leaves it to the engine's channel_sum.
+  const bool in_place = p.avx512() && (!p.converts || converts_x_in_place(p, f.b.cblock));
+  f.b.sums_bias = p.bf16 || in_place;
+  f.b.sums_unrounded = in_place;
   f.b.shared_elems = weight_shared_elems(tg.taps) + bias_sums_elems(g, f.b);
   if (p.avx512() && !p.converts && !p.bf16 && g.N > 1 && asks_next_sample(g, tg, f.b, f.b.cblock))
     f.reason += ", next sample asked for";
@@ -323,17 +329,19 @@ void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_
   const int64_t n = tg.out[2], q0 = compact_row(tg, r0), Cog = g.cout_g();
   const int64_t positions = (compact_row(tg, r1) - q0) * n;
   if (positions <= 0) return;
-  const float* dy32 = f32_data(dy);
-  if (!dy32) {  // other dtypes: the block's positions converted, stage [Cog, positions]
+  if (dy.kind != SrcKind::kE4M3FN && dy.kind != SrcKind::kHiF8) {
+    // fp32, fp16, bf16 and rounded fp32 converted inside the transpose (no stage), gradBias
+    // summed there from dy as stored: USE_FP16 and HF32 runs sum the unrounded fp32 dy.
+    direct_transpose_convert_avx512(dy.kind, dy.at(q0 * n).data, g.out_size(), Cog, positions, dy_t,
+                                    m16, m16, sums);
+  } else {  // 8-bit: the block's positions converted, stage [Cog, positions], then transposed
     for (int64_t o = 0; o < Cog; ++o)
       dy.at(o * g.out_size() + q0 * n).convert(positions, 1, stage + o * positions);
-  }
-  const float* src = dy32 ? dy32 + q0 * n : stage;
-  const int64_t ld = dy32 ? g.out_size() : positions;
-  if (sums) {
-    direct_transpose_sums_avx512(src, ld, Cog, positions, dy_t, m16, m16, sums);
-  } else {
-    direct_transpose(src, ld, Cog, positions, dy_t, m16, m16);
+    if (sums) {
+      direct_transpose_sums_avx512(stage, positions, Cog, positions, dy_t, m16, m16, sums);
+    } else {
+      direct_transpose(stage, positions, Cog, positions, dy_t, m16, m16);
+    }
   }
   if (ahead) {  // its lines spread over the block's register tiles
     int64_t calls = 0;
@@ -394,7 +402,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         float* row = dy_t + ws.dy_t;                           // [16][phase][Wp]
         float* band_t = row + ws.band;                         // [phase][plane][cb16]
         float* dwt = band_t + ws.band_t;                       // [T, nc, m16]
-        float* stage = dwt + ws.dwt;                           // converted: dy [Cog, positions]
+        float* stage = dwt + ws.dwt;                           // 8-bit dy: [Cog, positions]
         float* x32 = stage + converted_stage_elems(g, tg, b);  // converted: x [nc, S_in]
         std::memset(dwt, 0, static_cast<size_t>(T * nc * m16) * sizeof(float));
         // gradBias [Cog] of this range and group (first channel block only), or null.

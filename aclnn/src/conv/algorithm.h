@@ -73,6 +73,9 @@ struct Blocking {
   // channel) from the dy it reads, into Operands::bias where the engine sets it; the engine then
   // skips its own pass over dy (channel_sum). Its per-range sums live in the shared scratch.
   bool sums_bias = false;
+  // ... from dy as stored, before operand rounding (USE_FP16, HF32): the engine takes those sums
+  // under any cubeMathType; without it only where the kernels read dy unrounded.
+  bool sums_unrounded = false;
 };
 
 // Scratch and operands of one run. Inputs are dense (contiguous) T buffers.

@@ -190,6 +190,13 @@ void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64
 // the weight gradient's gradBias, summed from dy as the transpose reads it.
 void direct_transpose_sums_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
                                   float* dst, int64_t ld_dst, int64_t width, double* sums);
+// direct_transpose_sums_avx512 on a `kind` source (not an 8-bit kind): src and ld_src in
+// elements of that kind, dst the values converted to fp32 and rounded as Source::value does (fp16
+// widened, USE_FP16 rounded through fp16 in register, HF32), with no converted copy of src made.
+// sums (null: none) of the values as stored, before the rounding (gradBias under any cubeMathType).
+void direct_transpose_convert_avx512(SrcKind kind, const void* src, int64_t ld_src, int64_t rows,
+                                     int64_t cols, float* dst, int64_t ld_dst, int64_t width,
+                                     double* sums);
 
 // bf16 (AVX512_BF16, direct_grid_bf16_avx512.cpp; where bf16_dot_kernels()): the same
 // kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of

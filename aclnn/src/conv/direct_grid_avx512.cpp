@@ -207,31 +207,6 @@ inline __m512 tree_sum16(const __m512 (&v)[16]) {
   return _mm512_add_ps(a[0], a[2]);
 }
 
-// dst[c * ld_dst + r] = src[r * ld_src + c] (direct_transpose); kSums: also sums[r] += the row's
-// elements (r < rows), the 16 of a transposed block added in fp32 (tree_sum16: after the
-// transpose its vectors are columns, so the lanes are rows), the blocks' sums in double in column
-// order: a weight gradient's gradBias summed from dy as it is transposed, at ~4 fp32 roundings
-// per 16 positions (PyTorch's fp32 reduction rounds at every add of its cascade).
-template <bool kSums>
-void transpose_rows(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
-                    int64_t ld_dst, int64_t width, double* sums) {
-  for (int64_t r0 = 0; r0 < width; r0 += 16) {
-    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
-    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
-      const __mmask16 cm = gemm::first_lanes(cols - c0);
-      __m512 v[16];
-      for (int i = 0; i < 16; ++i)
-        v[i] = r0 + i < rows ? _mm512_maskz_loadu_ps(cm, src + (r0 + i) * ld_src + c0)
-                             : _mm512_setzero_ps();
-      gemm::transpose16(v);
-      const int64_t n = min64(16, cols - c0);
-      for (int64_t i = 0; i < n; ++i) _mm512_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
-      if (kSums) widen_add(tree_sum16(v), lo, hi);  // v[i >= n] are zero (masked loads)
-    }
-    if (kSums && r0 < rows) add_sums(sums + r0, lo, hi, rows - r0);
-  }
-}
-
 }  // namespace
 
 void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
@@ -255,16 +230,6 @@ void direct_weight_in_place_avx512(int64_t m16, int64_t C, int64_t T, const int6
   weight_calls<false>(m16, C, T, xoff, box, x, xl, dyt, ldy, runs, dwt, ahead);
 }
 
-void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
-                             float* dst, int64_t ld_dst, int64_t width) {
-  transpose_rows<false>(src, ld_src, rows, cols, dst, ld_dst, width, nullptr);
-}
-
-void direct_transpose_sums_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
-                                  float* dst, int64_t ld_dst, int64_t width, double* sums) {
-  transpose_rows<true>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
-}
-
 // HF32: keep the fp32 exponent, drop the low 12 mantissa bits with round-to-nearest-even; inf and
 // NaN unchanged (half.h round_to_hf32).
 static inline __m512 round_hf32(__m512 v) {
@@ -284,21 +249,101 @@ static inline __m512 round_fp16(__m512 v) {
   return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-// 16 elements of a `kKind` source from element i (m: the lanes that exist) as fp32.
+// 16 elements of a `kKind` source from element i (m: the lanes that exist) as stored, in fp32:
+// fp16 and bf16 widened (exactly), fp32 as is, before any operand rounding.
 template <SrcKind kKind>
-inline __m512 load_converted(const void* src, int64_t i, __mmask16 m) {
+inline __m512 load_stored(const void* src, int64_t i, __mmask16 m) {
   if constexpr (kKind == SrcKind::kF16) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(src) + i));
   } else if constexpr (kKind == SrcKind::kBF16 || kKind == SrcKind::kBF16Fp16) {
-    const __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(
+    return _mm512_castsi512_ps(_mm512_slli_epi32(
         _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(src) + i)),
         16));
-    return kKind == SrcKind::kBF16Fp16 ? round_fp16(v) : v;
   } else {
-    const __m512 v = _mm512_maskz_loadu_ps(m, static_cast<const float*>(src) + i);
-    return kKind == SrcKind::kF32Hf32   ? round_hf32(v)
-           : kKind == SrcKind::kF32Fp16 ? round_fp16(v)
-                                        : v;
+    return _mm512_maskz_loadu_ps(m, static_cast<const float*>(src) + i);
+  }
+}
+
+// A stored value v rounded as a `kKind` source's operand (cubeMathType): HF32 or through fp16.
+template <SrcKind kKind>
+inline __m512 round_operand(__m512 v) {
+  if constexpr (kKind == SrcKind::kF32Hf32) return round_hf32(v);
+  if constexpr (kKind == SrcKind::kF32Fp16 || kKind == SrcKind::kBF16Fp16) return round_fp16(v);
+  return v;
+}
+
+// 16 elements of a `kKind` source from element i (m: the lanes that exist) as fp32 operands.
+template <SrcKind kKind>
+inline __m512 load_converted(const void* src, int64_t i, __mmask16 m) {
+  return round_operand<kKind>(load_stored<kKind>(src, i, m));
+}
+
+namespace {
+
+// dst[c * ld_dst + r] = src[r * ld_src + c] (direct_transpose) for a `kKind` source, the values
+// converted to fp32 operands: 16 rows x 16 columns loaded as stored (load_stored), transposed,
+// then rounded per element (round_operand commutes with the transpose), so no converted copy of
+// src is made. kSums: also sums[r] += the row's stored elements (r < rows), before the operand
+// rounding (gradBias is the sum of dy as stored, whatever cubeMathType rounds the kernels'
+// operands to): the 16 of a transposed block added in fp32 (tree_sum16: after the transpose its
+// vectors are columns, so the lanes are rows), the blocks' sums in double in column order, ~4
+// fp32 roundings per 16 positions (PyTorch's fp32 reduction rounds at every add of its cascade).
+template <SrcKind kKind, bool kSums>
+void transpose_rows(const void* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                    int64_t ld_dst, int64_t width, double* sums) {
+  for (int64_t r0 = 0; r0 < width; r0 += 16) {
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+      const __mmask16 cm = gemm::first_lanes(cols - c0);
+      __m512 v[16];
+      for (int i = 0; i < 16; ++i)
+        v[i] = r0 + i < rows ? load_stored<kKind>(src, (r0 + i) * ld_src + c0, cm)
+                             : _mm512_setzero_ps();
+      gemm::transpose16(v);
+      const int64_t n = min64(16, cols - c0);
+      for (int64_t i = 0; i < n; ++i)
+        _mm512_store_ps(dst + (c0 + i) * ld_dst + r0, round_operand<kKind>(v[i]));
+      if (kSums) widen_add(tree_sum16(v), lo, hi);  // v[i >= n] are zero (masked loads)
+    }
+    if (kSums && r0 < rows) add_sums(sums + r0, lo, hi, rows - r0);
+  }
+}
+
+template <SrcKind kKind>
+void transpose_kind(const void* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                    int64_t ld_dst, int64_t width, double* sums) {
+  if (sums) return transpose_rows<kKind, true>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
+  transpose_rows<kKind, false>(src, ld_src, rows, cols, dst, ld_dst, width, nullptr);
+}
+
+}  // namespace
+
+void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                             float* dst, int64_t ld_dst, int64_t width) {
+  transpose_rows<SrcKind::kF32, false>(src, ld_src, rows, cols, dst, ld_dst, width, nullptr);
+}
+
+void direct_transpose_sums_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                                  float* dst, int64_t ld_dst, int64_t width, double* sums) {
+  transpose_rows<SrcKind::kF32, true>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
+}
+
+void direct_transpose_convert_avx512(SrcKind kind, const void* src, int64_t ld_src, int64_t rows,
+                                     int64_t cols, float* dst, int64_t ld_dst, int64_t width,
+                                     double* sums) {
+  switch (kind) {
+    case SrcKind::kF16:
+      return transpose_kind<SrcKind::kF16>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
+    case SrcKind::kBF16:
+      return transpose_kind<SrcKind::kBF16>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
+    case SrcKind::kBF16Fp16:
+      return transpose_kind<SrcKind::kBF16Fp16>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
+    case SrcKind::kF32Hf32:
+      return transpose_kind<SrcKind::kF32Hf32>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
+    case SrcKind::kF32Fp16:
+      return transpose_kind<SrcKind::kF32Fp16>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
+    default:
+      return transpose_kind<SrcKind::kF32>(src, ld_src, rows, cols, dst, ld_dst, width, sums);
   }
 }
 

@@ -177,8 +177,13 @@ bool weight_sums_bias(const Plan& p) {
     return false;
   SrcKind kind = SrcKind::kF32;
   if (c->bf16) return true;  // the dot kernels read the bf16 bits as stored
-  return reads_raw(p, *c) && src_kind_of(j.y->dtype, j.round, &kind) &&
-         (kind == SrcKind::kF32 || kind == SrcKind::kF16 || kind == SrcKind::kBF16);
+  if (!reads_raw(p, *c) || !src_kind_of(j.y->dtype, j.round, &kind)) return false;
+  // Rounded operands (USE_FP16, HF32): gradBias is the sum of dy as stored, so only a run that
+  // sums dy before rounding it (Blocking::sums_unrounded) may make it.
+  const bool rounded =
+      kind == SrcKind::kF32Hf32 || kind == SrcKind::kF32Fp16 || kind == SrcKind::kBF16Fp16;
+  return kind == SrcKind::kF32 || kind == SrcKind::kF16 || kind == SrcKind::kBF16 ||
+         (rounded && c->b.sums_unrounded);
 }
 
 template <typename T>
