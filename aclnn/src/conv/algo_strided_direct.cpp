@@ -162,9 +162,7 @@ Fit plan(const Problem& p) {
 // Asks for the cache lines of n elements of `src` (any kind): the next of the short runs the
 // conversions below read one after another, so that its misses overlap the current one's work.
 void prefetch_run(const Source& src, int64_t n) {
-  const char* p = static_cast<const char*>(src.data);
-  const int64_t bytes = n * static_cast<int64_t>(src.elem_bytes());
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+  prefetch_bytes(src.data, n * static_cast<int64_t>(src.elem_bytes()));
 }
 
 // Asks for the cache lines of `channels` source rows of n elements, `cstride` apart (fp32 only):

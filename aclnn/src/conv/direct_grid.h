@@ -99,6 +99,12 @@ void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* o
 struct InPlaceX {
   int64_t ldc, step, pitch;
 };
+// Asks for the cache lines of `bytes` bytes from p (a run the code after will read, whose misses
+// the hardware prefetcher would not start early enough).
+inline void prefetch_bytes(const void* p, int64_t bytes) {
+  const char* b = static_cast<const char*>(p);
+  for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(b + i);
+}
 // Memory a weight-kernel call asks for while it runs (the next block's x and/or dy, which the
 // hardware prefetcher does not see coming: channels x rows of streams): set k is count[k] runs of
 // bytes[k] bytes, stride[k] bytes apart from at[k]; per_tile cache lines are asked for before

@@ -177,11 +177,6 @@ void pack_source_rows(const View5& view, SrcKind kind, float* dst) {
   });
 }
 
-// Asks for the cache lines of `bytes` bytes from p.
-void prefetch_bytes(const void* p, int64_t bytes) {
-  const char* b = static_cast<const char*>(p);
-  for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(b + i);
-}
 constexpr int64_t kAskBytes = 4096;
 
 }  // namespace

@@ -223,12 +223,9 @@ struct BitsCopier {
 template <typename Copier>
 void prefetch_row(const Copier& copier, int64_t at, int64_t n) {
   if constexpr (std::is_same_v<Copier, ConvertCopier>) {
-    if (!copier.f32) return;
-    const char* p = reinterpret_cast<const char*>(copier.f32 + at);
-    for (int64_t b = 0; b < n * 4; b += 64) __builtin_prefetch(p + b);
+    if (copier.f32) prefetch_bytes(copier.f32 + at, n * 4);
   } else {
-    const char* p = reinterpret_cast<const char*>(copier.src + at);
-    for (int64_t b = 0; b < n * 2; b += 64) __builtin_prefetch(p + b);
+    prefetch_bytes(copier.src + at, n * 2);
   }
 }
 
