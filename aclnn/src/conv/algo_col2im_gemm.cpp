@@ -59,11 +59,15 @@ std::pair<const float*, int64_t> dy_chunk(const Problem& p, const Operands<float
   return {scratch, cols};
 }
 
-// dy the packed GEMM reads in place and rounds to fp16 as it packs it (USE_FP16 on fp32, AVX-512):
-// no converted chunk written and read again (Zen 4, 1 thread, mnist1/usefp16 backward_data min
-// of 5 runs: 1.578 -> 1.463 ms, fp32 1.449).
-bool rounds_in_pack(const Source& dy) {
-  return dy.kind == SrcKind::kF32Fp16 && gemm::packs_fp16();
+// The same chunk as the packed GEMM's B operand: USE_FP16 dy on AVX-512 read in place and rounded
+// to fp16 as the GEMM packs it, no converted chunk written and read again (Zen 4, 1 thread,
+// mnist1/usefp16 backward_data min of 5 runs: 1.578 -> 1.463 ms, fp32 1.449); else dy_chunk's.
+gemm::Mat packed_dy_chunk(const Problem& p, const Operands<float>& o, int64_t at, int64_t cols,
+                          float* scratch) {
+  if (o.ysrc.kind == SrcKind::kF32Fp16 && gemm::packs_fp16())
+    return {static_cast<const float*>(o.ysrc.data) + at, p.g.out_size(), 1, true};
+  const auto [dy, ld] = dy_chunk(p, o, at, cols, scratch);
+  return {dy, ld, 1};
 }
 
 template <typename T>
@@ -92,28 +96,20 @@ void run(const Problem& p, const Blocking& b, const Operands<T>& o) {
     T* dxg = o.out + (n * g.C_in + grp * Cig + c0) * S_in;
     T* col = slot_scratch(p, b, o);  // [nc*K, cols]
     T* pk = pack_scratch(p, b, o);
+    T* dy_scratch = col + nc * K * b.cols;  // a converted dy chunk [Cog, cols]
     std::memset(dxg, 0, static_cast<size_t>(nc * S_in) * sizeof(T));
     for (int64_t j0 = 0; j0 < S_out; j0 += b.cols) {
       const int64_t j1 = std::min(S_out, j0 + b.cols);
       if constexpr (std::is_same_v<T, float>) {
-        if (packed_w && rounds_in_pack(o.ysrc)) {  // USE_FP16 dy read in place
-          const gemm::Mat bm{static_cast<const float*>(o.ysrc.data) + dy0 + j0, S_out, 1, true};
-          gemm::sgemm_packed(rows, j1 - j0, Cog, o.shared + grp * wpack_g, nullptr, &bm, nullptr,
-                             false, col, j1 - j0, pk);
-          col2im(g, col, nc, j0, j1, dxg);
-          continue;
-        }
-      }
-      const auto [dy, ld] = dy_chunk(p, o, dy0 + j0, j1 - j0, col + nc * K * b.cols);
-      if constexpr (std::is_same_v<T, float>) {
         if (packed_w) {  // the whole group's w^T, packed above (nc == Cig)
-          const gemm::Mat bm{dy, ld, 1};
+          const gemm::Mat bm = packed_dy_chunk(p, o, dy0 + j0, j1 - j0, dy_scratch);
           gemm::sgemm_packed(rows, j1 - j0, Cog, o.shared + grp * wpack_g, nullptr, &bm, nullptr,
                              false, col, j1 - j0, pk);
           col2im(g, col, nc, j0, j1, dxg);
           continue;
         }
       }
+      const auto [dy, ld] = dy_chunk(p, o, dy0 + j0, j1 - j0, dy_scratch);
       const T* wg = w + grp * Cog * rows + c0 * K;  // columns c0*K.. of w[g] (ld rows)
       gemm(true, false, nc * K, j1 - j0, Cog, wg, rows, dy, ld, T(0), col, j1 - j0, pk);
       col2im(g, col, nc, j0, j1, dxg);
