@@ -72,6 +72,16 @@ void ExpectForcedMatches(const ConvCase& c, const std::string& algo, const std::
   EXPECT_NE(log.find("," + primitive + "," + algo + ","), std::string::npos) << log.substr(0, 2000);
 }
 
+// c's geometry and mask with fp16 inputs (values of their own), `algo` forced: the same
+// conversions without the USE_FP16 rounding, against the reference.
+void ExpectFp16Matches(const ConvCase& c, const std::string& algo) {
+  ConvCase h = acltest::MakeCase(c.geom, c.label + "_f16", c.seed + 10);
+  h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
+  h.mask = c.mask;
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", algo);
+  EXPECT_TRUE(acltest::CheckConvBackward(h)) << h.label;
+}
+
 // pointwise_gemm: several samples, a channel count past the GEMM's 8 x 48 tile, positions past
 // its K block (256) with a tail.
 TEST(ConvFp16Rounding, PointwiseWeightGradientRoundsInThePacking) {
@@ -94,10 +104,7 @@ TEST(ConvFp16Rounding, GridDirectWeightRoundsInTheTranspose) {
   for (const ConvCase& c : cases) {
     ExpectDataDiscriminates(c);
     ExpectForcedMatches(c, "grid_direct", "backward_weight");
-    ConvCase h = acltest::MakeCase(c.geom, c.label + "_f16", c.seed + 10);
-    h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
-    ScopedEnv force("ACLNN_CPU_CONV_ALGO", "grid_direct");
-    EXPECT_TRUE(acltest::CheckConvBackward(h)) << h.label;
+    ExpectFp16Matches(c, "grid_direct");
   }
 }
 
@@ -115,11 +122,7 @@ TEST(ConvFp16Rounding, Col2imGemmDataRoundsInThePacking) {
     ConvCase dx_only = c;
     dx_only.mask = {true, false, false};
     ExpectForcedMatches(dx_only, "col2im_gemm", "backward_data");
-    ConvCase h = acltest::MakeCase(c.geom, c.label + "_f16", c.seed + 10);
-    h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
-    h.mask = {true, false, false};
-    ScopedEnv force("ACLNN_CPU_CONV_ALGO", "col2im_gemm");
-    EXPECT_TRUE(acltest::CheckConvBackward(h)) << h.label;
+    ExpectFp16Matches(dx_only, "col2im_gemm");
   }
 }
 
@@ -145,10 +148,7 @@ TEST(ConvFp16Rounding, StridedDirectWeightSlabRingOverBlocksAndSamples) {
                               "t3d_blocks", 43);
   ExpectDataDiscriminates(c);
   ExpectForcedMatches(c, "strided_direct", "backward_weight");
-  ConvCase h = acltest::MakeCase(c.geom, "t3d_blocks_f16", 44);
-  h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
-  ScopedEnv force("ACLNN_CPU_CONV_ALGO", "strided_direct");
-  EXPECT_TRUE(acltest::CheckConvBackward(h));
+  ExpectFp16Matches(c, "strided_direct");
 }
 
 // cl_direct's streamed 3d passes (converted sources, one pass): a task converts the source
@@ -178,11 +178,7 @@ TEST(ConvFp16Rounding, ClDirectStreamsConvertedPlanesThroughARing) {
     ConvCase dx_only = c;
     dx_only.mask = {true, false, false};
     ExpectForcedMatches(dx_only, "cl_direct", c.geom.transposed ? "forward" : "backward_data");
-    ConvCase h = acltest::MakeCase(c.geom, c.label + "_f16", c.seed + 10);
-    h.x_dtype = h.w_dtype = h.gy_dtype = ACL_FLOAT16;
-    h.mask = {true, false, false};
-    ScopedEnv force("ACLNN_CPU_CONV_ALGO", "cl_direct");
-    EXPECT_TRUE(acltest::CheckConvBackward(h)) << h.label;
+    ExpectFp16Matches(dx_only, "cl_direct");
   }
 }
 
