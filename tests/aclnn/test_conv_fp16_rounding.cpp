@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "aclnn/aclnn_cpu_conv.h"
 #include "support/conv_case.h"
 
 namespace {
@@ -59,6 +60,14 @@ void ExpectDataDiscriminates(const ConvCase& c) {
 }
 void ExpectInputGradientDiscriminates(const ConvCase& c) {
   ExpectDiscriminates(c, &naive::Grads::input);
+}
+
+// `algo`'s kernels run on this CPU (cl_direct's are AVX-512 only).
+bool RunsHere(const std::string& algo) {
+  for (int i = 0; i < aclnnCpuConvAlgorithmCount(); ++i)
+    if (algo == aclnnCpuConvAlgorithmName(i)) return aclnnCpuConvAlgorithmRunsHere(i) != 0;
+  ADD_FAILURE() << "no algorithm named " << algo;
+  return false;
 }
 
 // Forces `algo`, checks both ways against the rounded reference, and that `algo` ran `primitive`.
@@ -161,6 +170,7 @@ TEST(ConvFp16Rounding, StridedDirectWeightSlabRingOverBlocksAndSamples) {
 // skipped each change dx far past the tolerance; fp16 inputs take the same conversions. (Run again
 // under ACLNN_CPU_SMALL_BLOCKS=1: one output row a chunk.)
 TEST(ConvFp16Rounding, ClDirectStreamsConvertedPlanesThroughARing) {
+  if (!RunsHere("cl_direct")) GTEST_SKIP() << "cl_direct needs AVX-512; this CPU lacks it";
   const std::vector<ConvCase> cases = {
       Fp16Case(MakeGeom({1, 16, 5, 24, 20}, {16, 32, 3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, 1,
                         true, {1, 1, 1}),
