@@ -5,6 +5,9 @@
 //                     the fp32 FMA peak. On the 2-core Zen 4 VM we develop on this measured
 //                     ~112 GFLOP/s per core (one 512-bit FMA per cycle: Zen 4 splits it over its
 //                     two 256-bit FMA pipes), ~225 GFLOP/s for both cores.
+//   fma_peak_avx2/T   the same with 256-bit AVX2 FMAs, 12 chains (16 ymm registers; 8 already keep
+//                     Zen 3's two FMA pipes and their 4-cycle latency busy): the ceiling of our
+//                     AVX2 kernels, and the fp32 peak of an AVX2-only CPU such as Zen 3.
 //   openblas_sgemm/n  OpenBLAS SGEMM n x n x n with its own threads (OPENBLAS_NUM_THREADS or all
 //                     cores): the reference a tuned GEMM reaches. OpenBLAS picks its kernel at load
 //                     time from OPENBLAS_CORETYPE; run once with and once without the variable to
@@ -41,11 +44,27 @@ __attribute__((target("avx512f"))) float fma_chains(int64_t steps) {
   return sum;
 }
 
-void fma_peak(benchmark::State& state) {
-  if (!__builtin_cpu_supports("avx512f")) {
-    state.SkipWithError("CPU without AVX-512F");
-    return;
+constexpr int kChainsAvx2 = 12;
+
+__attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t steps) {
+  __m256 acc[kChainsAvx2];
+  for (int i = 0; i < kChainsAvx2; ++i) acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
+  const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-4f);
+  for (int64_t s = 0; s < steps; ++s) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChainsAvx2; ++i) acc[i] = _mm256_fmadd_ps(a, acc[i], b);
   }
+  alignas(32) float lanes[8];
+  float sum = 0.0f;
+  for (int i = 0; i < kChainsAvx2; ++i) {
+    _mm256_store_ps(lanes, acc[i]);
+    sum += lanes[0];
+  }
+  return sum;
+}
+
+// T threads (state.range(0)) each running `chains` (kSteps steps of `n` chained `lanes`-wide FMAs).
+void run_fma_threads(benchmark::State& state, float (*chains)(int64_t), int n, int lanes) {
   const int threads = static_cast<int>(state.range(0));
   double seconds = 0.0;
   for (auto _ : state) {
@@ -53,15 +72,32 @@ void fma_peak(benchmark::State& state) {
     std::vector<std::thread> pool;
     std::vector<float> sums(static_cast<size_t>(threads));
     for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&sums, t] { sums[static_cast<size_t>(t)] = fma_chains(kSteps); });
+      pool.emplace_back([&sums, t, chains] { sums[static_cast<size_t>(t)] = chains(kSteps); });
     for (auto& th : pool) th.join();
     benchmark::DoNotOptimize(sums.data());
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  const double flops = 2.0 * 16 * kChains * static_cast<double>(kSteps) * threads;
+  const double flops = 2.0 * lanes * n * static_cast<double>(kSteps) * threads;
   state.counters["GFLOPS"] = flops * 1e-9 * static_cast<double>(state.iterations()) / seconds;
 }
+
+void fma_peak(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx512f")) {
+    state.SkipWithError("CPU without AVX-512F");
+    return;
+  }
+  run_fma_threads(state, fma_chains, kChains, 16);
+}
 BENCHMARK(fma_peak)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void fma_peak_avx2(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    state.SkipWithError("CPU without AVX2 + FMA");
+    return;
+  }
+  run_fma_threads(state, fma_chains_avx2, kChainsAvx2, 8);
+}
+BENCHMARK(fma_peak_avx2)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void openblas_sgemm(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
