@@ -16,6 +16,8 @@
 #pragma GCC target("avx2,fma,f16c")
 #endif
 
+#include "gemm/avx2_util.h"
+
 namespace aclnn_cpu::conv {
 
 namespace {
@@ -44,33 +46,93 @@ inline __m256 round_hf32(__m256 v) {
   return _mm256_castsi256_ps(_mm256_blendv_epi8(r, x, special));
 }
 
-// 8 elements of `kind` at `src` (element units) as fp32, converted and rounded.
-inline __m256 load8(SrcKind kind, const void* src) {
-  if (kind == SrcKind::kF32 || kind == SrcKind::kF32Hf32 || kind == SrcKind::kF32Fp16) {
+// 8 elements of kind K at `src` as fp32, converted and rounded.
+template <SrcKind K>
+inline __m256 load8(const void* src) {
+  if constexpr (K == SrcKind::kF32 || K == SrcKind::kF32Hf32 || K == SrcKind::kF32Fp16) {
     const __m256 v = _mm256_loadu_ps(static_cast<const float*>(src));
-    return kind == SrcKind::kF32Hf32   ? round_hf32(v)
-           : kind == SrcKind::kF32Fp16 ? round_fp16(v)
-                                       : v;
+    if constexpr (K == SrcKind::kF32Hf32) return round_hf32(v);
+    if constexpr (K == SrcKind::kF32Fp16) return round_fp16(v);
+    return v;
+  } else {
+    const __m256 v = widen8(K != SrcKind::kF16, _mm_loadu_si128(static_cast<const __m128i*>(src)));
+    return K == SrcKind::kBF16Fp16 ? round_fp16(v) : v;
   }
-  const __m128i h = _mm_loadu_si128(static_cast<const __m128i*>(src));
-  const __m256 v = widen8(kind != SrcKind::kF16, h);
-  return kind == SrcKind::kBF16Fp16 ? round_fp16(v) : v;
+}
+
+// The first `rem` (1 .. 7) elements of kind K at `src` as fp32 lanes (the rest zero), reading
+// nothing past them: masked loads (16-bit kinds: whole pairs as 32-bit lanes, an odd last
+// element inserted), never a staging copy in memory (its narrow stores would stall the vector
+// load that reads them back).
+template <SrcKind K>
+inline __m256 load_tail(const void* src, int64_t rem) {
+  if constexpr (K == SrcKind::kF32 || K == SrcKind::kF32Hf32 || K == SrcKind::kF32Fp16) {
+    const __m256 v = _mm256_maskload_ps(static_cast<const float*>(src), gemm::first_lanes8(rem));
+    if constexpr (K == SrcKind::kF32Hf32) return round_hf32(v);
+    if constexpr (K == SrcKind::kF32Fp16) return round_fp16(v);
+    return v;
+  } else {
+    const __m128i pairs = _mm256_castsi256_si128(gemm::first_lanes8(rem / 2));
+    __m128i h = _mm_maskload_epi32(static_cast<const int*>(src), pairs);
+    const int last = static_cast<const uint16_t*>(src)[rem - 1];
+    switch (rem) {  // the lane index of _mm_insert_epi16 is an immediate
+      case 1:
+        h = _mm_insert_epi16(h, last, 0);
+        break;
+      case 3:
+        h = _mm_insert_epi16(h, last, 2);
+        break;
+      case 5:
+        h = _mm_insert_epi16(h, last, 4);
+        break;
+      case 7:
+        h = _mm_insert_epi16(h, last, 6);
+        break;
+      default:
+        break;
+    }
+    const __m256 v = widen8(K != SrcKind::kF16, h);
+    return K == SrcKind::kBF16Fp16 ? round_fp16(v) : v;
+  }
+}
+
+// Short runs are the common call (one padded-grid row of a few dozen elements a call), so the
+// kind is decided once per call, and a tail of a run of 8 or more is its last 8 elements again
+// (the overlap is stored twice with the same values), else one masked load and store.
+template <SrcKind K>
+void convert_kind(const void* src, int64_t n, float* dst) {
+  constexpr int64_t kBytes =
+      K == SrcKind::kF32 || K == SrcKind::kF32Hf32 || K == SrcKind::kF32Fp16 ? 4 : 2;
+  const char* s = static_cast<const char*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8<K>(s + i * kBytes));
+  if (i == n) return;
+  if (n >= 8) {
+    _mm256_storeu_ps(dst + n - 8, load8<K>(s + (n - 8) * kBytes));
+  } else {
+    _mm256_maskstore_ps(dst + i, gemm::first_lanes8(n - i), load_tail<K>(s + i * kBytes, n - i));
+  }
 }
 
 }  // namespace
 
 void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst) {
-  const int64_t bytes = static_cast<int64_t>(Source{src, kind}.elem_bytes());
-  const char* s = static_cast<const char*>(src);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(kind, s + i * bytes));
-  if (i == n) return;
-  // The tail through an 8-element staging copy: no read past element n - 1.
-  alignas(32) char tail[32] = {};
-  for (int64_t b = 0; b < (n - i) * bytes; ++b) tail[b] = s[i * bytes + b];
-  alignas(32) float out[8];
-  _mm256_store_ps(out, load8(kind, tail));
-  for (int64_t k = i; k < n; ++k) dst[k] = out[k - i];
+  switch (kind) {
+    case SrcKind::kF32:
+      return convert_kind<SrcKind::kF32>(src, n, dst);
+    case SrcKind::kF32Hf32:
+      return convert_kind<SrcKind::kF32Hf32>(src, n, dst);
+    case SrcKind::kF32Fp16:
+      return convert_kind<SrcKind::kF32Fp16>(src, n, dst);
+    case SrcKind::kF16:
+      return convert_kind<SrcKind::kF16>(src, n, dst);
+    case SrcKind::kBF16:
+      return convert_kind<SrcKind::kBF16>(src, n, dst);
+    case SrcKind::kBF16Fp16:
+      return convert_kind<SrcKind::kBF16Fp16>(src, n, dst);
+    default:  // 8-bit kinds never reach here (Source::convert converts them itself)
+      return;
+  }
 }
 
 namespace {
