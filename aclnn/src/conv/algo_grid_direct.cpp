@@ -258,7 +258,9 @@ void dy_channels_last(const TapGrid& tg, const Source& dy, int64_t S_out, int64_
           __builtin_prefetch(src + o * S_out + ahead + n - 1);
         }
       direct_transpose(src, S_out, Cog, n, dst, m16, m16);
-    } else if (valid > 0) {  // other dtypes: 16 channels converted into `stage`, then transposed
+    } else if (valid > 0 && !transpose_convert(dy.kind, row.data, S_out, Cog, n, dst, m16, m16)) {
+      // Other dtypes are converted (and rounded) inside the transpose above; the 8-bit ones
+      // (and CPUs without its vector forms): 16 channels converted into `stage`, then transposed.
       for (int64_t o = 0; o < m16; o += 16) {
         const int64_t cnt = std::clamp<int64_t>(Cog - o, 0, 16);
         for (int64_t k = 0; k < cnt; ++k) row.at((o + k) * S_out).convert(n, 1, stage + k * n);

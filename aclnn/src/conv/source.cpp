@@ -69,6 +69,19 @@ bool avx2_f16c() {
 
 }  // namespace
 
+bool transpose_convert(SrcKind kind, const void* src, int64_t ld_src, int64_t rows, int64_t cols,
+                       float* dst, int64_t ld_dst, int64_t width) {
+  if (Source{src, kind}.elem_bytes() == 1) return false;
+  if (gemm::have_avx512()) {
+    direct_transpose_convert_avx512(kind, src, ld_src, rows, cols, dst, ld_dst, width, nullptr);
+  } else if (avx2_f16c()) {
+    transpose_convert_avx2(kind, src, ld_src, rows, cols, dst, ld_dst, width);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void Source::convert(int64_t n, int64_t stride, float* dst) const {
   if (n <= 0) return;
   if (stride == 1 && kind == SrcKind::kF32) {

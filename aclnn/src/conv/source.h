@@ -52,6 +52,17 @@ struct Source {
 // i < n: bit for bit Source::value's (NaN: a NaN). AVX2 + F16C only (source_avx2.cpp).
 void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst);
 
+// dst[c * ld_dst + r] = element r * ld_src + c of a `kind` source converted and rounded as
+// Source::convert does, for c < cols and r < width (a multiple of 16), zero for r >= rows: rows
+// of the source become columns of dst (dst and ld_dst 32-byte aligned), with no converted copy
+// of the source made. The converting form of direct_transpose (direct_grid.h). False, nothing
+// written, for the 8-bit kinds and where neither AVX-512 nor AVX2 + F16C runs.
+bool transpose_convert(SrcKind kind, const void* src, int64_t ld_src, int64_t rows, int64_t cols,
+                       float* dst, int64_t ld_dst, int64_t width);
+// Its AVX2 + F16C form (source_avx2.cpp; width a multiple of 8), after the runtime CPU check.
+void transpose_convert_avx2(SrcKind kind, const void* src, int64_t ld_src, int64_t rows,
+                            int64_t cols, float* dst, int64_t ld_dst, int64_t width);
+
 // dst[i] = src[i] rounded to fp16 (`bf16` false) or bf16, to nearest even, for i < n: bit for bit
 // half.h's float_to_half / float_to_bf16 (NaN: a NaN). The inverse of a 16-bit Source, used
 // wherever fp32 results are written to a 16-bit output; vectorised on AVX-512 and AVX2 + F16C.

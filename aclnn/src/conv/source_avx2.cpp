@@ -137,6 +137,52 @@ void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst) {
 
 namespace {
 
+// transpose_convert_avx2 for kind K: 8 x 8 blocks, each row converted as it is loaded (a short
+// last block of columns through load_tail), transposed in registers, stored as columns.
+template <SrcKind K>
+void transpose_convert_kind(const void* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                            int64_t ld_dst, int64_t width) {
+  constexpr int64_t kBytes =
+      K == SrcKind::kF32 || K == SrcKind::kF32Hf32 || K == SrcKind::kF32Fp16 ? 4 : 2;
+  const char* s = static_cast<const char*>(src);
+  for (int64_t r0 = 0; r0 < width; r0 += 8)
+    for (int64_t c0 = 0; c0 < cols; c0 += 8) {
+      const int64_t nc = cols - c0 < 8 ? cols - c0 : 8;
+      __m256 v[8];
+      for (int64_t i = 0; i < 8; ++i) {
+        const char* p = s + ((r0 + i) * ld_src + c0) * kBytes;
+        v[i] = r0 + i >= rows ? _mm256_setzero_ps() : nc == 8 ? load8<K>(p) : load_tail<K>(p, nc);
+      }
+      gemm::transpose8(v);
+      for (int64_t i = 0; i < nc; ++i) _mm256_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
+    }
+}
+
+}  // namespace
+
+void transpose_convert_avx2(SrcKind kind, const void* src, int64_t ld_src, int64_t rows,
+                            int64_t cols, float* dst, int64_t ld_dst, int64_t width) {
+  switch (kind) {
+    case SrcKind::kF32:
+      return transpose_convert_kind<SrcKind::kF32>(src, ld_src, rows, cols, dst, ld_dst, width);
+    case SrcKind::kF32Hf32:
+      return transpose_convert_kind<SrcKind::kF32Hf32>(src, ld_src, rows, cols, dst, ld_dst, width);
+    case SrcKind::kF32Fp16:
+      return transpose_convert_kind<SrcKind::kF32Fp16>(src, ld_src, rows, cols, dst, ld_dst, width);
+    case SrcKind::kF16:
+      return transpose_convert_kind<SrcKind::kF16>(src, ld_src, rows, cols, dst, ld_dst, width);
+    case SrcKind::kBF16:
+      return transpose_convert_kind<SrcKind::kBF16>(src, ld_src, rows, cols, dst, ld_dst, width);
+    case SrcKind::kBF16Fp16:
+      return transpose_convert_kind<SrcKind::kBF16Fp16>(src, ld_src, rows, cols, dst, ld_dst,
+                                                        width);
+    default:  // 8-bit kinds: transpose_convert never calls this for them
+      return;
+  }
+}
+
+namespace {
+
 // 8 fp32 lanes rounded to fp16 or bf16 (to nearest even) in the low 128 bits, in order. bf16:
 // x + 0x7FFF + (bit 16 of x), upper half; a NaN keeps its upper half with the quiet bit set.
 inline __m128i narrow8(bool bf16, __m256 v) {
