@@ -55,8 +55,8 @@ void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst);
 // dst[c * ld_dst + r] = element r * ld_src + c of a `kind` source converted and rounded as
 // Source::convert does, for c < cols and r < width (a multiple of 16), zero for r >= rows: rows
 // of the source become columns of dst (dst and ld_dst 32-byte aligned), with no converted copy
-// of the source made. The converting form of direct_transpose (direct_grid.h). False, nothing
-// written, for the 8-bit kinds and where neither AVX-512 nor AVX2 + F16C runs.
+// of the source made. The converting form of direct_transpose (direct_grid.h), on CPUs whose
+// widest kernels are AVX2 + F16C; false, nothing written, elsewhere and for the 8-bit kinds.
 bool transpose_convert(SrcKind kind, const void* src, int64_t ld_src, int64_t rows, int64_t cols,
                        float* dst, int64_t ld_dst, int64_t width);
 // Its AVX2 + F16C form (source_avx2.cpp; width a multiple of 8), after the runtime CPU check.
