@@ -46,18 +46,25 @@ inline __m256 round_hf32(__m256 v) {
   return _mm256_castsi256_ps(_mm256_blendv_epi8(r, x, special));
 }
 
+// What each kind is read as: fp32 (4 bytes, maybe rounded) or a 16-bit format (2 bytes, widened).
+template <SrcKind K>
+constexpr bool kReadsF32 = K == SrcKind::kF32 || K == SrcKind::kF32Hf32 || K == SrcKind::kF32Fp16;
+template <SrcKind K>
+constexpr int64_t kBytes = kReadsF32<K> ? 4 : 2;
+
+// 8 lanes as read (fp32, or 16-bit values widened) with kind K's operand rounding applied.
+template <SrcKind K>
+inline __m256 rounded(__m256 v) {
+  if constexpr (K == SrcKind::kF32Hf32) return round_hf32(v);
+  if constexpr (K == SrcKind::kF32Fp16 || K == SrcKind::kBF16Fp16) return round_fp16(v);
+  return v;
+}
+
 // 8 elements of kind K at `src` as fp32, converted and rounded.
 template <SrcKind K>
 inline __m256 load8(const void* src) {
-  if constexpr (K == SrcKind::kF32 || K == SrcKind::kF32Hf32 || K == SrcKind::kF32Fp16) {
-    const __m256 v = _mm256_loadu_ps(static_cast<const float*>(src));
-    if constexpr (K == SrcKind::kF32Hf32) return round_hf32(v);
-    if constexpr (K == SrcKind::kF32Fp16) return round_fp16(v);
-    return v;
-  } else {
-    const __m256 v = widen8(K != SrcKind::kF16, _mm_loadu_si128(static_cast<const __m128i*>(src)));
-    return K == SrcKind::kBF16Fp16 ? round_fp16(v) : v;
-  }
+  if constexpr (kReadsF32<K>) return rounded<K>(_mm256_loadu_ps(static_cast<const float*>(src)));
+  return rounded<K>(widen8(K != SrcKind::kF16, _mm_loadu_si128(static_cast<const __m128i*>(src))));
 }
 
 // The first `rem` (1 .. 7) elements of kind K at `src` as fp32 lanes (the rest zero), reading
@@ -66,91 +73,83 @@ inline __m256 load8(const void* src) {
 // load that reads them back).
 template <SrcKind K>
 inline __m256 load_tail(const void* src, int64_t rem) {
-  if constexpr (K == SrcKind::kF32 || K == SrcKind::kF32Hf32 || K == SrcKind::kF32Fp16) {
-    const __m256 v = _mm256_maskload_ps(static_cast<const float*>(src), gemm::first_lanes8(rem));
-    if constexpr (K == SrcKind::kF32Hf32) return round_hf32(v);
-    if constexpr (K == SrcKind::kF32Fp16) return round_fp16(v);
-    return v;
-  } else {
-    const __m128i pairs = _mm256_castsi256_si128(gemm::first_lanes8(rem / 2));
-    __m128i h = _mm_maskload_epi32(static_cast<const int*>(src), pairs);
-    const int last = static_cast<const uint16_t*>(src)[rem - 1];
-    switch (rem) {  // the lane index of _mm_insert_epi16 is an immediate
-      case 1:
-        h = _mm_insert_epi16(h, last, 0);
-        break;
-      case 3:
-        h = _mm_insert_epi16(h, last, 2);
-        break;
-      case 5:
-        h = _mm_insert_epi16(h, last, 4);
-        break;
-      case 7:
-        h = _mm_insert_epi16(h, last, 6);
-        break;
-      default:
-        break;
-    }
-    const __m256 v = widen8(K != SrcKind::kF16, h);
-    return K == SrcKind::kBF16Fp16 ? round_fp16(v) : v;
+  if constexpr (kReadsF32<K>)
+    return rounded<K>(_mm256_maskload_ps(static_cast<const float*>(src), gemm::first_lanes8(rem)));
+  const __m128i pairs = _mm256_castsi256_si128(gemm::first_lanes8(rem / 2));
+  __m128i h = _mm_maskload_epi32(static_cast<const int*>(src), pairs);
+  const int last = static_cast<const uint16_t*>(src)[rem - 1];
+  switch (rem) {  // the lane index of _mm_insert_epi16 is an immediate
+    case 1:
+      h = _mm_insert_epi16(h, last, 0);
+      break;
+    case 3:
+      h = _mm_insert_epi16(h, last, 2);
+      break;
+    case 5:
+      h = _mm_insert_epi16(h, last, 4);
+      break;
+    case 7:
+      h = _mm_insert_epi16(h, last, 6);
+      break;
+    default:
+      break;
   }
+  return rounded<K>(widen8(K != SrcKind::kF16, h));
 }
 
-// Short runs are the common call (one padded-grid row of a few dozen elements a call), so the
-// kind is decided once per call, and a tail of a run of 8 or more is its last 8 elements again
-// (the overlap is stored twice with the same values), else one masked load and store.
+// Calls f(KindTag<K>{}) for the kind K of `kind`, so that the loops below decide it once per
+// call, not per vector; nothing for the 8-bit kinds (Source::convert and transpose_convert keep
+// them away from here).
 template <SrcKind K>
-void convert_kind(const void* src, int64_t n, float* dst) {
-  constexpr int64_t kBytes =
-      K == SrcKind::kF32 || K == SrcKind::kF32Hf32 || K == SrcKind::kF32Fp16 ? 4 : 2;
-  const char* s = static_cast<const char*>(src);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8<K>(s + i * kBytes));
-  if (i == n) return;
-  if (n >= 8) {
-    _mm256_storeu_ps(dst + n - 8, load8<K>(s + (n - 8) * kBytes));
-  } else {
-    _mm256_maskstore_ps(dst + i, gemm::first_lanes8(n - i), load_tail<K>(s + i * kBytes, n - i));
-  }
-}
-
-}  // namespace
-
-void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst) {
+struct KindTag {};
+template <typename F>
+void with_kind(SrcKind kind, F&& f) {
   switch (kind) {
     case SrcKind::kF32:
-      return convert_kind<SrcKind::kF32>(src, n, dst);
+      return f(KindTag<SrcKind::kF32>{});
     case SrcKind::kF32Hf32:
-      return convert_kind<SrcKind::kF32Hf32>(src, n, dst);
+      return f(KindTag<SrcKind::kF32Hf32>{});
     case SrcKind::kF32Fp16:
-      return convert_kind<SrcKind::kF32Fp16>(src, n, dst);
+      return f(KindTag<SrcKind::kF32Fp16>{});
     case SrcKind::kF16:
-      return convert_kind<SrcKind::kF16>(src, n, dst);
+      return f(KindTag<SrcKind::kF16>{});
     case SrcKind::kBF16:
-      return convert_kind<SrcKind::kBF16>(src, n, dst);
+      return f(KindTag<SrcKind::kBF16>{});
     case SrcKind::kBF16Fp16:
-      return convert_kind<SrcKind::kBF16Fp16>(src, n, dst);
-    default:  // 8-bit kinds never reach here (Source::convert converts them itself)
+      return f(KindTag<SrcKind::kBF16Fp16>{});
+    default:
       return;
   }
 }
 
-namespace {
+// Short runs are the common call (one padded-grid row of a few dozen elements a call): a tail
+// of a run of 8 or more is its last 8 elements again (the overlap is stored twice with the same
+// values), else one masked load and store.
+template <SrcKind K>
+void convert_kind(const void* src, int64_t n, float* dst) {
+  const char* s = static_cast<const char*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8<K>(s + i * kBytes<K>));
+  if (i == n) return;
+  if (n >= 8) {
+    _mm256_storeu_ps(dst + n - 8, load8<K>(s + (n - 8) * kBytes<K>));
+  } else {
+    _mm256_maskstore_ps(dst + i, gemm::first_lanes8(n - i), load_tail<K>(s + i * kBytes<K>, n - i));
+  }
+}
 
-// transpose_convert_avx2 for kind K: 8 x 8 blocks, each row converted as it is loaded (a short
-// last block of columns through load_tail), transposed in registers, stored as columns.
+// 8 x 8 blocks, each row converted as it is loaded (a short last block of columns through
+// load_tail), transposed in registers, stored as columns.
 template <SrcKind K>
 void transpose_convert_kind(const void* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
                             int64_t ld_dst, int64_t width) {
-  constexpr int64_t kBytes =
-      K == SrcKind::kF32 || K == SrcKind::kF32Hf32 || K == SrcKind::kF32Fp16 ? 4 : 2;
   const char* s = static_cast<const char*>(src);
   for (int64_t r0 = 0; r0 < width; r0 += 8)
     for (int64_t c0 = 0; c0 < cols; c0 += 8) {
       const int64_t nc = cols - c0 < 8 ? cols - c0 : 8;
       __m256 v[8];
       for (int64_t i = 0; i < 8; ++i) {
-        const char* p = s + ((r0 + i) * ld_src + c0) * kBytes;
+        const char* p = s + ((r0 + i) * ld_src + c0) * kBytes<K>;
         v[i] = r0 + i >= rows ? _mm256_setzero_ps() : nc == 8 ? load8<K>(p) : load_tail<K>(p, nc);
       }
       gemm::transpose8(v);
@@ -160,25 +159,15 @@ void transpose_convert_kind(const void* src, int64_t ld_src, int64_t rows, int64
 
 }  // namespace
 
+void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst) {
+  with_kind(kind, [&]<SrcKind K>(KindTag<K>) { convert_kind<K>(src, n, dst); });
+}
+
 void transpose_convert_avx2(SrcKind kind, const void* src, int64_t ld_src, int64_t rows,
                             int64_t cols, float* dst, int64_t ld_dst, int64_t width) {
-  switch (kind) {
-    case SrcKind::kF32:
-      return transpose_convert_kind<SrcKind::kF32>(src, ld_src, rows, cols, dst, ld_dst, width);
-    case SrcKind::kF32Hf32:
-      return transpose_convert_kind<SrcKind::kF32Hf32>(src, ld_src, rows, cols, dst, ld_dst, width);
-    case SrcKind::kF32Fp16:
-      return transpose_convert_kind<SrcKind::kF32Fp16>(src, ld_src, rows, cols, dst, ld_dst, width);
-    case SrcKind::kF16:
-      return transpose_convert_kind<SrcKind::kF16>(src, ld_src, rows, cols, dst, ld_dst, width);
-    case SrcKind::kBF16:
-      return transpose_convert_kind<SrcKind::kBF16>(src, ld_src, rows, cols, dst, ld_dst, width);
-    case SrcKind::kBF16Fp16:
-      return transpose_convert_kind<SrcKind::kBF16Fp16>(src, ld_src, rows, cols, dst, ld_dst,
-                                                        width);
-    default:  // 8-bit kinds: transpose_convert never calls this for them
-      return;
-  }
+  with_kind(kind, [&]<SrcKind K>(KindTag<K>) {
+    transpose_convert_kind<K>(src, ld_src, rows, cols, dst, ld_dst, width);
+  });
 }
 
 namespace {
