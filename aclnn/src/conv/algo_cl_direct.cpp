@@ -1,6 +1,6 @@
-// cl_direct: fp32 convolutions on the channel-lane row kernels of cl_direct.h (AVX-512): the
-// forward (stride up to 2 along rows, any along the outer dims), and the data gradient (any
-// stride) as a sum of shifted rows of dy per phase of dx.
+// cl_direct: fp32 convolutions on the channel-lane row kernels of cl_direct.h (AVX-512; AVX2 for
+// unit stride and dilation along rows): the forward (stride up to 2 along rows, any along the outer
+// dims), and the data gradient (any stride) as a sum of shifted rows of dy per phase of dx.
 //
 // A pass computes out[o][u] = sum_{c, taps} W(o, c, tap) * src[c][u + e_tap] over output
 // positions u (per dim) and taps with source offsets e (per dim):
@@ -91,12 +91,12 @@ void run_rows(const ClPass& ps, const float* src, const RowMap& m, int64_t ldc, 
       // res + e0 + d*(j + k), a row of its own per residue res. Stride si: output u0 of a tile
       // reads from column si * u0 + e0.
       for (int64_t res = 0; res < d; ++res) {
-        const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, kClMaxRow);
+        const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, cl_max_row(nW));
         for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
           const int64_t j0 = i * J / tiles, j1 = (i + 1) * J / tiles, u0 = res + d * j0;
           r.col0 = si * u0 + e0;
           if (ahead) ahead->ask();
-          cl_direct_row_avx512(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
+          cl_direct_row(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
         }
       }
     }
@@ -136,8 +136,10 @@ void task_rows(const Problem& p, bool data, int64_t blk, int64_t nb, int64_t& lo
 Fit plan(const Problem& p, bool data) {
   Fit f;
   const ConvGeometry& g = p.g;
-  if (p.fp64 || !p.avx512()) {
-    f.reason = "needs fp32 and AVX-512";
+  if (p.fp64 || !p.packed_gemm()) {
+    f.reason = "needs fp32 and AVX2 or AVX-512";
+  } else if (!p.avx512() && (g.dil[2] != 1 || (!data && g.stride[2] != 1))) {
+    f.reason = "AVX2: needs unit stride and dilation along rows (the data gradient: dilation)";
   } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0 || g.N <= 0) {
     f.reason = "empty";
   } else if (g.dil[2] > 2 || (data && g.dil[2] == 2 && g.stride[2] != 1) ||
@@ -210,7 +212,10 @@ Fit plan_forward(const Problem& p) {
 // and bf16 inputs where grid_direct runs its vdpbf16ps kernels. Inputs converted from another
 // dtype (fp16, USE_FP16, HF32, bf16 without the dot kernels) are converted a (sample, group) at a
 // time and still win (Zen 4, 1 thread, backward_data ms, grid_direct or col2im / cl_direct:
-// mnist2 f16 14.8 / 10.4, stride2 f16 43.1 / 35.5, resnet3x3 USE_FP16 84.8 / 68.9).
+// mnist2 f16 14.8 / 10.4, stride2 f16 43.1 / 35.5, resnet3x3 USE_FP16 84.8 / 68.9). On AVX2 it
+// is ahead too (Zen 3, interleaved medians of 3, GFLOP/s of data + weight gradient, grid_direct
+// before / cl_direct, 2 threads): mnist2 164 / 192, stride2 149 / 155, c3d_video 160 / 167,
+// resnet3x3 158 / 159, grouped 128 / 129 (1 thread 65.6 / 65.4); mnist2/f16 157 / 190.
 Fit plan_data(const Problem& p) {
   const ConvGeometry& g = p.g;
   Fit f = plan(p, true);
@@ -315,7 +320,7 @@ const Algorithm kClDirectForward{"cl_direct",
                                  nullptr,
                                  nullptr,
                                  /*reads_sources=*/true,
-                                 /*needs_isa=*/gemm::Isa::kAvx512};
+                                 /*needs_isa=*/gemm::Isa::kAvx2};
 const Algorithm kClDirectData{"cl_direct",
                               Primitive::kBackwardData,
                               plan_data,
@@ -323,6 +328,6 @@ const Algorithm kClDirectData{"cl_direct",
                               nullptr,
                               nullptr,
                               /*reads_sources=*/true,
-                              /*needs_isa=*/gemm::Isa::kAvx512};
+                              /*needs_isa=*/gemm::Isa::kAvx2};
 
 }  // namespace aclnn_cpu::conv

@@ -1,7 +1,7 @@
-// Channel-lane ("cl") direct fp32 kernels (AVX-512): the 16 lanes of a vector are 16 output
-// channels, and one register tile is a whole output row (up to 14 positions), so every
-// multiply-add lands on a real input element: no tap reaching into the padding is computed and no
-// lane is spent past the end of a row.
+// Channel-lane ("cl") direct fp32 kernels (AVX-512, or AVX2 for unit stride and dilation along
+// rows: cl_direct_avx2.cpp): the 16 lanes of a vector are 16 output channels, and one register tile
+// is a whole output row (up to 14 positions), so every multiply-add lands on a real input element:
+// no tap reaching into the padding is computed and no lane is spent past the end of a row.
 //
 // One pass of algo_cl_direct.cpp (the forward, or one phase of a data gradient) of one (sample,
 // group) is a sum of shifted source rows:
@@ -24,6 +24,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
 
@@ -51,5 +53,23 @@ struct ClRow {
 // the output's column stride (a strided data gradient's phase writes every os-th column).
 void cl_direct_row_avx512(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
                           int64_t nch, int64_t os);
+// The same on AVX2 + FMA (two halves of 8 channels), for r.cs == 1 and ur <= cl_max_row(kw) only.
+void cl_direct_row_avx2(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
+                        int64_t nch, int64_t os);
+
+// The widest row tile this CPU's kernel takes for kw taps: AVX-512's 14, or on AVX2 what 16 ymm
+// registers hold as two halves' accumulators beside kw weight vectors and a broadcast column.
+inline int64_t cl_max_row(int64_t kw) {
+  return gemm::isa() >= gemm::Isa::kAvx512 ? kClMaxRow : (15 - kw) / 2;
+}
+// cl_direct_row_avx512 or cl_direct_row_avx2, by gemm::isa().
+inline void cl_direct_row(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
+                          int64_t nch, int64_t os) {
+  if (gemm::isa() >= gemm::Isa::kAvx512) {
+    cl_direct_row_avx512(ur, kw, r, out, ld_out, nch, os);
+  } else {
+    cl_direct_row_avx2(ur, kw, r, out, ld_out, nch, os);
+  }
+}
 
 }  // namespace aclnn_cpu::conv
