@@ -67,7 +67,9 @@ Fit plan_forward(const Problem& p) {
   const FwdFrame fr = fwd_frame(g, f.b.rows);
   f.b.cblock = std::clamp<int64_t>(kChunkBytes / (24 * g.k_size() * 4), 1, g.cin_g());
   f.b.slot_elems = fr.x_elems(g.cin_g()) + fr.y_elems(g.out[2]);
-  f.b.shared_elems = round16(2 * g.k_size()) + g.groups * round16(packed_elems(g));
+  // Then (other dtypes) the weights converted once: weights_f32.
+  f.b.shared_elems =
+      round16(2 * g.k_size()) + g.groups * round16(packed_elems(g)) + weights_f32_elems(p);
   return f;
 }
 
@@ -101,10 +103,10 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
   int64_t* off = reinterpret_cast<int64_t*>(o.shared);  // tap q -> x_p offset
   tap_offsets(g, f.Rx, f.Wx, 1, off);
   float* packed = o.shared + round16(2 * K);
-  // [ob][c][q][8], zero past Cog; fp32 weights read directly (Source::value's dtype switch per
-  // element cost 1-2% of ct2d_decoder's call).
-  const float* w32 =
-      o.wsrc.kind == SrcKind::kF32 ? static_cast<const float*>(o.wsrc.data) : nullptr;
+  // [ob][c][q][8], zero past Cog; fp32 weights read directly, others converted (and rounded)
+  // once, vectorised (Source::value's dtype switch per element cost 1-2% of ct2d_decoder's call,
+  // and its USE_FP16 rounding 3%: Zen 3, 1 thread, perf).
+  const float* w32 = weights_f32(o.wsrc, g.C_out * Cig * K, packed + g.groups * pk_g);
   for_tasks(g.groups, [&](int64_t grp) {
     float* pk = packed + grp * pk_g;
     for (int64_t ob = 0; ob < blocks; ++ob)
@@ -112,7 +114,7 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
         for (int64_t q = 0; q < K; ++q, pk += 8)
           for (int64_t i = 0; i < 8; ++i) {
             const int64_t oc = ob * 8 + i, at = ((grp * Cog + oc) * Cig + c) * K + q;
-            pk[i] = oc >= Cog ? 0.0f : w32 ? w32[at] : o.wsrc.value(at);
+            pk[i] = oc >= Cog ? 0.0f : w32[at];
           }
   });
   const int64_t row_blocks = ceil_div(g.out[1], f.rows), per_sample = g.out[0] * row_blocks;
