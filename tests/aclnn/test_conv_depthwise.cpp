@@ -30,6 +30,9 @@ std::vector<ConvCase> Shapes() {
       MakeCase(MakeGeom({2, 4, 5, 64}, {4, 1, 3, 7}, {1, 1}, {1, 3}, {1, 1}, 4), "w64_k7", 2),
       MakeCase(MakeGeom({1, 4, 4, 65}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 4), "w65", 3),
       MakeCase(MakeGeom({2, 5, 6, 33}, {5, 1, 3, 5}, {1, 1}, {2, 4}, {1, 2}, 5), "w33_k5_dil", 4),
+      // Taps 9 columns either way: vectors inside the row read past its edges (AVX2: the
+      // kernels' masked loads beyond the first and last vector).
+      MakeCase(MakeGeom({2, 4, 5, 40}, {4, 1, 3, 7}, {1, 1}, {1, 9}, {1, 3}, 4), "w40_k7_dil3", 12),
       MakeCase(MakeGeom2dAsym({2, 4, 7, 40}, {4, 1, 3, 4}, {1, 1}, {0, 2, 3, 0}, {1, 1}, 4),
                "asym_k4", 5),
       MakeCase(MakeGeom({2, 4, 6, 30}, {8, 1, 3, 2}, {1, 1}, {1, 0}, {1, 1}, 4), "mult2_k2", 6),

@@ -36,9 +36,26 @@ struct Correlation {
   int64_t out[3], in[3], k[3], off[3], step[3];
 };
 
+// Vector v of NV of a shifted row: the first and last through their mask (all-ones where they
+// are full: no branch), the ones between with plain loads where kInnerFull says every tap reads
+// them whole (a branch per load on `full` made the loop branch-bound: Zen 3, perf).
+template <int NV, bool kInnerFull>
+inline __m256 load_v(const Lanes* lanes, int v, const float* p) {
+  if (v == 0 || v == NV - 1) return _mm256_maskload_ps(p, lanes[v].mask);
+  return kInnerFull ? _mm256_loadu_ps(p) : load(lanes[v], p);
+}
+
+// Whether vectors 1 .. nv - 2 of every tap's shifted row are full.
+bool inner_full(const Lanes (*lanes)[kMaxVectors], int64_t taps, int64_t nv) {
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t v = 1; v + 1 < nv; ++v)
+      if (!lanes[t][v].full) return false;
+  return true;
+}
+
 // Each output row (NV vectors) summed in registers over the m input planes and every tap, then
 // stored once.
-template <int NV>
+template <int NV, bool kInnerFull>
 void correlate_rows(const Correlation& c, float* out, const float* in, int64_t in_stride,
                     const float* w, int64_t m, const Lanes (*lanes)[kMaxVectors],
                     const int64_t* offw) {
@@ -61,8 +78,10 @@ void correlate_rows(const Correlation& c, float* out, const float* in, int64_t i
             for (int64_t kw = 0; kw < c.k[2]; ++kw) {
               const __m256 a = _mm256_broadcast_ss(wq + kw);
               const float* src = row + offw[kw];
+#pragma GCC unroll 8
               for (int v = 0; v < NV; ++v)
-                acc[v] = _mm256_fmadd_ps(a, load(lanes[kw][v], src + 8 * v), acc[v]);
+                acc[v] =
+                    _mm256_fmadd_ps(a, load_v<NV, kInnerFull>(lanes[kw], v, src + 8 * v), acc[v]);
             }
           }
         }
@@ -103,7 +122,11 @@ void correlate_nv(const Correlation& c, float* out, const float* in, int64_t in_
   if constexpr (NV > 1) {
     if (nv < NV) return correlate_nv<NV - 1>(c, out, in, in_stride, w, m, lanes, offw, nv);
   }
-  correlate_rows<NV>(c, out, in, in_stride, w, m, lanes, offw);
+  if (inner_full(lanes, c.k[2], NV)) {
+    correlate_rows<NV, true>(c, out, in, in_stride, w, m, lanes, offw);
+  } else {
+    correlate_rows<NV, false>(c, out, in, in_stride, w, m, lanes, offw);
+  }
 }
 
 // Runs correlate_rows for output rows of up to 64 and kernels up to 32 wide; false otherwise.
@@ -123,6 +146,17 @@ bool unit_stride_3d(const ConvGeometry& g) {
   return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
 }
 
+// acc[q] += dy row vector v * x row vector v shifted by offx[q], both read through their masks.
+template <int KW>
+inline void masked_step(__m256 (&acc)[KW], const float* dyr, const float* xr, int64_t v,
+                        const Lanes (*lanes)[kMaxVectors], const Lanes* dy_lanes,
+                        const int64_t* offx) {
+  const __m256 d = _mm256_maskload_ps(dyr + 8 * v, dy_lanes[v].mask);
+#pragma GCC unroll 8
+  for (int q = 0; q < KW; ++q)
+    acc[q] = _mm256_fmadd_ps(d, _mm256_maskload_ps(xr + 8 * v + offx[q], lanes[q][v].mask), acc[q]);
+}
+
 // The weight-gradient sums of one (dy plane, x plane) pair for the KW taps of one (kd, kh) kernel
 // row at once: each dy vector is loaded once and multiplied with KW shifted x loads.
 template <int KW>
@@ -131,8 +165,18 @@ void plane_tap_row_sums(const ConvGeometry& g, const float* dy, const float* x, 
                         const int64_t* offx, double* total) {
   const int64_t H = g.in[1], W = g.in[2], oH = g.out[1], oW = g.out[2];
   const int64_t nv = (oW + 7) / 8;
-  __m256 acc[KW];
-  for (int q = 0; q < KW; ++q) acc[q] = _mm256_setzero_ps();
+  // The run of vectors every tap and dy read whole (empty: v0 == v1): one run, as a vector is
+  // whole from some v on (left edge) and up to some v (right edge and row tail) for each of them.
+  int64_t v0 = 0, v1 = nv;
+  auto whole = [&](int64_t v) {
+    bool all = dy_lanes[v].full;
+    for (int q = 0; q < KW; ++q) all = all && lanes[q][v].full;
+    return all;
+  };
+  while (v0 < nv && !whole(v0)) ++v0;
+  while (v1 > v0 && !whole(v1 - 1)) --v1;
+  __m256 acc[KW], acc2[KW];
+  for (int q = 0; q < KW; ++q) acc[q] = acc2[q] = _mm256_setzero_ps();
   for (int64_t od = 0; od < g.out[0]; ++od) {
     const int64_t id = od * g.stride[0] - g.pad_before[0] + kd * g.dil[0];
     if (id < 0 || id >= g.in[0]) continue;
@@ -141,16 +185,31 @@ void plane_tap_row_sums(const ConvGeometry& g, const float* dy, const float* x, 
       if (ih < 0 || ih >= H) continue;
       const float* dyr = dy + (od * oH + oh) * oW;
       const float* xr = x + (id * H + ih) * W;
-      for (int64_t v = 0; v < nv; ++v) {
-        const __m256 d = load(dy_lanes[v], dyr + 8 * v);
-        for (int q = 0; q < KW; ++q)
-          acc[q] = _mm256_fmadd_ps(d, load(lanes[q][v], xr + 8 * v + offx[q]), acc[q]);
+      // Vectors [v0, v1) read whole rows for every tap: plain loads, no branch on `full`.
+      for (int64_t v = 0; v < v0; ++v) masked_step<KW>(acc, dyr, xr, v, lanes, dy_lanes, offx);
+      // Two vectors a step into two sets of sums: 2 KW FMA chains in flight, not KW (3 chains of
+      // 4-cycle FMAs fed 0.75 FMAs a cycle).
+      int64_t v = v0;
+      for (; v + 1 < v1; v += 2) {
+        const __m256 d0 = _mm256_loadu_ps(dyr + 8 * v), d1 = _mm256_loadu_ps(dyr + 8 * v + 8);
+#pragma GCC unroll 8
+        for (int q = 0; q < KW; ++q) {
+          acc[q] = _mm256_fmadd_ps(d0, _mm256_loadu_ps(xr + 8 * v + offx[q]), acc[q]);
+          acc2[q] = _mm256_fmadd_ps(d1, _mm256_loadu_ps(xr + 8 * v + 8 + offx[q]), acc2[q]);
+        }
       }
+      if (v < v1) {
+        const __m256 d = _mm256_loadu_ps(dyr + 8 * v);
+#pragma GCC unroll 8
+        for (int q = 0; q < KW; ++q)
+          acc2[q] = _mm256_fmadd_ps(d, _mm256_loadu_ps(xr + 8 * v + offx[q]), acc2[q]);
+      }
+      for (int64_t v = v1; v < nv; ++v) masked_step<KW>(acc, dyr, xr, v, lanes, dy_lanes, offx);
     }
   }
   for (int q = 0; q < KW; ++q) {  // lanes summed in a fixed order
     alignas(32) float l[8];
-    _mm256_store_ps(l, acc[q]);
+    _mm256_store_ps(l, _mm256_add_ps(acc[q], acc2[q]));
     total[q] += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
   }
 }
