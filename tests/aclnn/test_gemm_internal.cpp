@@ -227,7 +227,8 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GemmKernel,
                          KernelName);
 
 // fp16-rounded operands (Mat::fp16, USE_FP16 read in place): every packing path of the AVX-512
-// kernel (A and B row-major, transposed, neither unit stride; pack_a_once; sgemm's dispatch)
+// and AVX2 kernels (A and B row-major, transposed, neither unit stride; pack_a_once; sgemm's
+// dispatch)
 // rounds each element to fp16 as it packs it. The values are h * (1 + 2^-13) with h a positive
 // fp16 value, which rounding takes back to h: the product of the unrounded operands is ~2.4e-4
 // larger throughout, 60x the tolerance, so a path that skipped the rounding would fail.
@@ -246,10 +247,16 @@ Operand RoundedCopy(const Operand& o) {
   return r;
 }
 
-TEST(GemmFp16Operands, EveryPackingPathRounds) {
-  if (!RunsHere(Kernel::kAvx512)) GTEST_SKIP() << "the AVX-512 kernel rounds; this CPU lacks it";
+class GemmFp16Operands : public ::testing::TestWithParam<Kernel> {};
+
+TEST_P(GemmFp16Operands, EveryPackingPathRounds) {
+  const Kernel kernel = GetParam();
+  if (!RunsHere(kernel)) GTEST_SKIP() << "this CPU lacks the kernel's instructions";
+  const bool avx512 = kernel == Kernel::kAvx512;
+  auto sgemm_packed = avx512 ? gemm::avx512::sgemm_packed : gemm::avx2::sgemm_packed;
+  auto pack_a_once = avx512 ? gemm::avx512::pack_a_once : gemm::avx2::pack_a_once;
   std::mt19937 rng(13);
-  Aligned scratch(gemm::avx512::pack_elems());
+  Aligned scratch(avx512 ? gemm::avx512::pack_elems() : gemm::avx2::pack_elems());
   for (const Shape& s : Shapes()) {
     for (int la = 0; la < 3; ++la) {
       for (int lb = 0; lb < 3; ++lb) {
@@ -260,23 +267,26 @@ TEST(GemmFp16Operands, EveryPackingPathRounds) {
         const std::vector<float> before(static_cast<size_t>(s.M * ldc), 0.0f);
         std::vector<float> C = before;
         const std::string what = "fp16 layouts " + std::to_string(la) + "/" + std::to_string(lb);
-        gemm::avx512::sgemm_packed(s.M, s.N, s.K, nullptr, s.M, 0, &a.mat, &b.mat, nullptr, false,
-                                   C.data(), ldc, scratch.data());
+        sgemm_packed(s.M, s.N, s.K, nullptr, s.M, 0, &a.mat, &b.mat, nullptr, false, C.data(), ldc,
+                     scratch.data());
         ExpectMatches(C, ldc, ra, rb, s, false, before, what);
         // A packed once (its own packing path), B as a view.
         Aligned packed(gemm::packed_a_elems(s.M, s.K));
-        gemm::avx512::pack_a_once(s.M, s.K, a.mat, packed.data());
+        pack_a_once(s.M, s.K, a.mat, packed.data());
         C = before;
-        gemm::avx512::sgemm_packed(s.M, s.N, s.K, packed.data(), s.M, 0, nullptr, &b.mat, nullptr,
-                                   false, C.data(), ldc, scratch.data());
+        sgemm_packed(s.M, s.N, s.K, packed.data(), s.M, 0, nullptr, &b.mat, nullptr, false,
+                     C.data(), ldc, scratch.data());
         ExpectMatches(C, ldc, ra, rb, s, false, before, what + " (packed A)");
       }
     }
   }
 }
 
-// Where the AVX-512 kernel does not run (ACLNN_CPU_MAX_ISA=avx2 or none), an fp16-rounded
-// operand is refused rather than used unrounded; with it, sgemm's dispatch rounds.
+INSTANTIATE_TEST_SUITE_P(Kernels, GemmFp16Operands,
+                         ::testing::Values(Kernel::kAvx512, Kernel::kAvx2), KernelName);
+
+// Where no packed kernel runs (ACLNN_CPU_MAX_ISA=none: OpenBLAS), an fp16-rounded operand is
+// refused rather than used unrounded; with one, sgemm's dispatch rounds.
 TEST(GemmDispatch, Fp16OperandsRoundOrAreRefused) {
   std::mt19937 rng(14);
   const Shape s{9, 50, 20};

@@ -59,7 +59,7 @@ std::pair<const float*, int64_t> dy_chunk(const Problem& p, const Operands<float
   return {scratch, cols};
 }
 
-// The same chunk as the packed GEMM's B operand: USE_FP16 dy on AVX-512 read in place and rounded
+// The same chunk as the packed GEMM's B operand: USE_FP16 dy read in place and rounded
 // to fp16 as the GEMM packs it, no converted chunk written and read again (Zen 4, 1 thread,
 // mnist1/usefp16 backward_data min of 5 runs: 1.578 -> 1.463 ms, fp32 1.449); else dy_chunk's.
 gemm::Mat packed_dy_chunk(const Problem& p, const Operands<float>& o, int64_t at, int64_t cols,

@@ -9,7 +9,7 @@
 // (algo_pointwise_bf16.cpp). The fp32 GEMMs read the inputs as stored (reads_sources), with no
 // whole-tensor fp32 copy. Where an input converts (fp16, bf16, rounded fp32): on our packed GEMM,
 // forward and backward_data pack w[g] (or w[g]^T) once and convert x (dy) while packing the B
-// panels (SourceRows); the weight gradient reads USE_FP16 fp32 inputs in place on AVX-512, rounded
+// panels (SourceRows); the weight gradient reads USE_FP16 fp32 inputs in place on our GEMM, rounded
 // as the GEMM packs them (gemm::Mat::fp16); otherwise it, and OpenBLAS runs, convert a chunk of
 // columns at a time into the task's scratch, the weights once into the shared scratch.
 // gradBias (fp32 runs, where the engine asks: Blocking::sums_bias) is summed by the weight

@@ -1,7 +1,6 @@
 #include "conv/source.h"
 
 #include <algorithm>
-#include <cpuid.h>
 #include <cstring>
 
 #include "conv/direct_grid.h"
@@ -56,15 +55,9 @@ float Source::value(int64_t i) const {
 
 namespace {
 
-// Whether the AVX2 conversions may run (our AVX2 kernels may, and the CPU has F16C). F16C is read
-// from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c".
+// Whether the AVX2 conversions may run: our AVX2 kernels may (gemm::isa()'s kAvx2 includes F16C).
 bool avx2_f16c() {
-  static const bool ok = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return gemm::isa() >= gemm::Isa::kAvx2 && __get_cpuid(1, &a, &b, &c, &d) != 0 &&
-           (c & bit_F16C) != 0;
-  }();
-  return ok;
+  return gemm::isa() >= gemm::Isa::kAvx2;
 }
 
 }  // namespace

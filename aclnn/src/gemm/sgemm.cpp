@@ -7,15 +7,21 @@
 #include <string>
 
 #include <cblas.h>
+#include <cpuid.h>
 
 namespace aclnn_cpu::gemm {
 
 namespace {
 
+// AVX2 with FMA and F16C (every AVX2 CPU has both; the AVX2 kernels convert fp16 with F16C's
+// instructions). F16C is read from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+// does not know "f16c".
 Isa detect_isa() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool f16c = __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) return Isa::kAvx2;
   return Isa::kNone;
 }
 
@@ -67,7 +73,7 @@ int64_t packed_a_elems(int64_t M, int64_t K) {
 
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
   if (A.fp16 && !packs_fp16())
-    throw std::logic_error("pack_a_once: fp16-rounded operands need the AVX-512 kernels");
+    throw std::logic_error("pack_a_once: fp16-rounded operands need our packed kernels");
   if (have_avx512()) return avx512::pack_a_once(M, K, A, packed);
   if (have_packed_gemm()) return avx2::pack_a_once(M, K, A, packed);
   throw std::logic_error("pack_a_once: no packed GEMM kernel on this CPU");
@@ -83,7 +89,7 @@ void packed_kernels(const char* what, int64_t M, int64_t N, int64_t K, const flo
                     float* scratch) {
   if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
   if (((a_mat && a_mat->fp16) || (b_mat && b_mat->fp16)) && !packs_fp16())
-    throw std::logic_error(std::string(what) + ": fp16-rounded operands need the AVX-512 kernels");
+    throw std::logic_error(std::string(what) + ": fp16-rounded operands need our packed kernels");
   if (have_avx512())
     return avx512::sgemm_packed(M, N, K, packed_a, a_rows, a_row0, a_mat, b_mat, b_panels,
                                 accumulate, C, ldc, scratch);
@@ -127,7 +133,7 @@ void sgemm(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float
     return;
   }
   if (A.fp16 || B.fp16)
-    throw std::logic_error("sgemm: fp16-rounded operands need the AVX-512 kernels");
+    throw std::logic_error("sgemm: fp16-rounded operands need our packed kernels");
   // OpenBLAS: a row-major operand has cs == 1 (NoTrans, ld = rs) or rs == 1 (Trans, ld = cs).
   auto op = [](const Mat& m, int64_t cols) {
     if (m.cs == 1 && m.rs >= cols) return std::pair{CblasNoTrans, m.rs};

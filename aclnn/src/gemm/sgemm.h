@@ -27,8 +27,8 @@ struct Mat {
   int64_t rs = 0;  // stride between rows
   int64_t cs = 1;  // stride between columns
   // Each element rounded to fp16 (to nearest even, as half.h's round_to_half) as it is packed:
-  // cubeMathType USE_FP16 on fp32 operands read in place. Only where packs_fp16() (the AVX-512
-  // kernels); elsewhere sgemm and sgemm_packed reject such an operand.
+  // cubeMathType USE_FP16 on fp32 operands read in place. Only where packs_fp16() (our packed
+  // kernels); elsewhere (OpenBLAS) sgemm and sgemm_packed reject such an operand.
   bool fp16 = false;
 };
 
@@ -47,9 +47,9 @@ class BPanels {
 inline constexpr int64_t kPanelCols = 48;
 inline constexpr int64_t kMaxPanelDepth = 256;
 
-// The instruction sets our kernels are written for, in order. isa() is the best one this CPU
-// runs (decided once), capped by ACLNN_CPU_MAX_ISA=avx2 or =none (like oneDNN's
-// DNNL_MAX_CPU_ISA, to compare or to test the narrower paths on a wider CPU);
+// The instruction sets our kernels are written for, in order (kAvx2: AVX2, FMA and F16C). isa()
+// is the best one this CPU runs (decided once), capped by ACLNN_CPU_MAX_ISA=avx2 or =none (like
+// oneDNN's DNNL_MAX_CPU_ISA, to compare or to test the narrower paths on a wider CPU);
 // ACLNN_CPU_NO_AVX512=1 is the same as ACLNN_CPU_MAX_ISA=avx2.
 enum class Isa : int { kNone = 0, kAvx2 = 1, kAvx512 = 2 };
 Isa isa();
@@ -63,9 +63,9 @@ inline bool have_avx512() {
 inline bool have_packed_gemm() {
   return isa() >= Isa::kAvx2;
 }
-// Whether the packed kernels round Mat::fp16 operands as they pack them (AVX-512 only).
+// Whether the packed kernels round Mat::fp16 operands as they pack them (AVX-512, AVX2 + F16C).
 inline bool packs_fp16() {
-  return have_avx512();
+  return have_packed_gemm();
 }
 
 // Floats of packing scratch the packed kernel needs (0 when there is none: OpenBLAS). sgemm with

@@ -1,6 +1,7 @@
 // AVX2 + FMA fp32 GEMM: C[M, N] (+)= A[M, K] * B[K, N], single-threaded, packed, cache-blocked,
 // on the same packed formats as the AVX-512 kernel (Ap[panel][k][8], Bp[panel][k][48]), so every
-// BPanels source and pack_a_once layout serves both.
+// BPanels source and pack_a_once layout serves both; Mat::fp16 operands rounded as they are packed
+// (F16C).
 //
 // Register tile: 16 ymm registers allow 12 accumulators, so an 8 x 48 panel pair is computed as
 // four 4 x 24 sub-tiles. Per k step a sub-tile loads 3 vectors of B and broadcasts 4 scalars of A:
@@ -42,28 +43,44 @@ inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
+// An element as packed: as stored, or (kFp16: a Mat's fp16 flag) rounded to fp16 to nearest even
+// and widened back (half.h's round_to_half; F16C's conversion is exactly that), so USE_FP16 on
+// fp32 operands costs two conversions per vector in the packing, not a pass over a converted copy.
+template <bool kFp16>
+inline __m256 rnd(__m256 v) {
+  if constexpr (kFp16) return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  return v;
+}
+template <bool kFp16>
+inline float rnd(float v) {
+  if constexpr (kFp16)
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(v), _MM_FROUND_TO_NEAREST_INT)));
+  return v;
+}
+
 // Ap[p][k][r] = A(i0 + p*8 + r, k0 + k), zero past row m.
-void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
+template <bool R>
+void pack_a_as(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
   for (int64_t p = 0; p < m; p += kMR) {
     const int64_t rows = min64(kMR, m - p);
     const float* src = A.p + (i0 + p) * A.rs + k0 * A.cs;
     if (rows == kMR && A.rs == 1) {  // 8 contiguous values per k
       for (int64_t k = 0; k < kc; ++k)
-        _mm256_store_ps(Ap + k * kMR, _mm256_loadu_ps(src + k * A.cs));
+        _mm256_store_ps(Ap + k * kMR, rnd<R>(_mm256_loadu_ps(src + k * A.cs)));
     } else if (rows == kMR && A.cs == 1) {  // 8 rows contiguous along k: 8 x 8 transposes
       int64_t k = 0;
       for (; k + 8 <= kc; k += 8) {
         __m256 r[8];
-        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * A.rs + k);
+        for (int i = 0; i < 8; ++i) r[i] = rnd<R>(_mm256_loadu_ps(src + i * A.rs + k));
         transpose8(r);
         for (int i = 0; i < 8; ++i) _mm256_store_ps(Ap + (k + i) * kMR, r[i]);
       }
       for (; k < kc; ++k)
-        for (int64_t i = 0; i < kMR; ++i) Ap[k * kMR + i] = src[i * A.rs + k];
+        for (int64_t i = 0; i < kMR; ++i) Ap[k * kMR + i] = rnd<R>(src[i * A.rs + k]);
     } else {
       for (int64_t k = 0; k < kc; ++k) {
         int64_t r = 0;
-        for (; r < rows; ++r) Ap[k * kMR + r] = src[r * A.rs + k * A.cs];
+        for (; r < rows; ++r) Ap[k * kMR + r] = rnd<R>(src[r * A.rs + k * A.cs]);
         for (; r < kMR; ++r) Ap[k * kMR + r] = 0.0f;
       }
     }
@@ -71,7 +88,13 @@ void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* 
   }
 }
 
+void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
+  if (A.fp16) return pack_a_as<true>(A, i0, m, k0, kc, Ap);
+  pack_a_as<false>(A, i0, m, k0, kc, Ap);
+}
+
 // Bp[p][k][c] = B(k0 + k, j0 + p*48 + c), zero past column n; B with unit column stride.
+template <bool R>
 void pack_b_rows(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
   // Each row of the block is read once, left to right (one sequential stream per row), and dealt
   // out to the panels 48 columns at a time (see sgemm_avx512.cpp for the measurement).
@@ -83,16 +106,18 @@ void pack_b_rows(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, fl
       float* d = Bp + p * kc * kNR + k * kNR;
       const float* sp = s + p * kNR;
       if (cols == kNR) {
-        for (int q = 0; q < 6; ++q) _mm256_store_ps(d + 8 * q, _mm256_loadu_ps(sp + 8 * q));
+        for (int q = 0; q < 6; ++q) _mm256_store_ps(d + 8 * q, rnd<R>(_mm256_loadu_ps(sp + 8 * q)));
       } else {
         for (int64_t q = 0; q < 6; ++q)  // masked-off lanes read nothing and load zero
-          _mm256_store_ps(d + 8 * q, _mm256_maskload_ps(sp + 8 * q, first_lanes8(cols - 8 * q)));
+          _mm256_store_ps(d + 8 * q,
+                          rnd<R>(_mm256_maskload_ps(sp + 8 * q, first_lanes8(cols - 8 * q))));
       }
     }
   }
 }
 
 // The same for B with unit row stride (a transposed view): 8 x 8 transposes.
+template <bool R>
 void pack_b_cols(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
   for (int64_t p = 0; p < n; p += kNR) {
     const int64_t cols = min64(kNR, n - p);
@@ -102,30 +127,43 @@ void pack_b_cols(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, fl
       int64_t k = 0;
       for (; k + 8 <= kc; k += 8) {
         __m256 r[8];
-        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + (c + i) * B.cs + k);
+        for (int i = 0; i < 8; ++i) r[i] = rnd<R>(_mm256_loadu_ps(src + (c + i) * B.cs + k));
         transpose8(r);
         for (int i = 0; i < 8; ++i) _mm256_store_ps(Bp + (k + i) * kNR + c, r[i]);
       }
       for (; k < kc; ++k)
-        for (int64_t i = 0; i < 8; ++i) Bp[k * kNR + c + i] = src[(c + i) * B.cs + k];
+        for (int64_t i = 0; i < 8; ++i) Bp[k * kNR + c + i] = rnd<R>(src[(c + i) * B.cs + k]);
     }
     for (; c < kNR; ++c)
-      for (int64_t k = 0; k < kc; ++k) Bp[k * kNR + c] = c < cols ? src[c * B.cs + k] : 0.0f;
+      for (int64_t k = 0; k < kc; ++k)
+        Bp[k * kNR + c] = c < cols ? rnd<R>(src[c * B.cs + k]) : 0.0f;
     Bp += kc * kNR;
   }
 }
 
-void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
-  if (B.cs == 1) return pack_b_rows(B, k0, kc, j0, n, Bp);
-  if (B.rs == 1) return pack_b_cols(B, k0, kc, j0, n, Bp);
+// Neither stride unit: element by element.
+template <bool R>
+void pack_b_any(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
   for (int64_t p = 0; p < n; p += kNR) {
     const int64_t cols = min64(kNR, n - p);
     const float* src = B.p + k0 * B.rs + (j0 + p) * B.cs;
     for (int64_t k = 0; k < kc; ++k)
       for (int64_t c = 0; c < kNR; ++c)
-        Bp[k * kNR + c] = c < cols ? src[k * B.rs + c * B.cs] : 0.0f;
+        Bp[k * kNR + c] = c < cols ? rnd<R>(src[k * B.rs + c * B.cs]) : 0.0f;
     Bp += kc * kNR;
   }
+}
+
+template <bool R>
+void pack_b_as(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+  if (B.cs == 1) return pack_b_rows<R>(B, k0, kc, j0, n, Bp);
+  if (B.rs == 1) return pack_b_cols<R>(B, k0, kc, j0, n, Bp);
+  pack_b_any<R>(B, k0, kc, j0, n, Bp);
+}
+
+void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+  if (B.fp16) return pack_b_as<true>(B, k0, kc, j0, n, Bp);
+  pack_b_as<false>(B, k0, kc, j0, n, Bp);
 }
 
 // C[0..4, 0..8*NV) (+)= Ap (4 rows of an 8-row panel, kc deep) * Bp (8*NV columns of a 48-column
