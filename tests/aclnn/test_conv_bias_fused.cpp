@@ -14,7 +14,6 @@
 // algorithm; HF32 or USE_FP16-rounded dy where the kernels do not sum it before rounding), and
 // the unfused paths must be right too.
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -32,12 +31,6 @@ using acltest::MakeGeom;
 using acltest::ScopedEnv;
 
 constexpr const char* kFused = "gradBias summed in this pass";
-
-bool Avx512Runs() {
-  __builtin_cpu_init();
-  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
-  return __builtin_cpu_supports("avx512f") && !(cap && std::string(cap) != "avx512");
-}
 
 // Each above 2^21 multiply-adds, so the engine splits them over the arena's threads.
 std::vector<ConvCase> Cases() {
@@ -128,7 +121,7 @@ TEST(ConvBiasFused, Fp32MatchesReferenceOverThreadsAndRanges) {
   const std::string log = RunAll(Cases(), /*tight=*/true);
   const Lines l = Count(log);
   EXPECT_GE(l.weight, 4 * int(Cases().size())) << log.substr(0, 2000);
-  if (Avx512Runs()) {
+  if (acltest::Avx512Runs()) {
     EXPECT_EQ(l.fused, l.weight) << log.substr(0, 2000);
     EXPECT_GT(l.fused_ranges, 0) << log.substr(0, 2000);
   } else {  // AVX2's band path: the engine's channel_sum
@@ -144,7 +137,7 @@ TEST(ConvBiasFused, Fp32OneGridRowBlocks) {
   const std::string log = RunAll(cases, /*tight=*/true);
   const Lines l = Count(log);
   EXPECT_GE(l.weight, 4 * int(cases.size())) << log.substr(0, 2000);
-  if (Avx512Runs()) {
+  if (acltest::Avx512Runs()) {
     EXPECT_EQ(l.fused, l.weight) << log.substr(0, 2000);
   }
 }
@@ -156,7 +149,7 @@ TEST(ConvBiasFused, Bf16MatchesReference) {
   const std::string log = RunAll(CasesIn(ACL_BF16), /*tight=*/false);
   const Lines l = Count(log);
   EXPECT_GE(l.weight, 4 * int(Cases().size())) << log.substr(0, 2000);
-  if (Avx512Runs()) {
+  if (acltest::Avx512Runs()) {
     EXPECT_EQ(l.fused, l.weight) << log.substr(0, 2000);
   }
 }
@@ -189,7 +182,7 @@ TEST(ConvBiasFused, RoundedOperandsSumDyAsStored) {
     const std::string log = RunAll(cases, /*tight=*/true);
     const Lines l = Count(log);
     EXPECT_GE(l.weight, 4 * int(cases.size())) << log.substr(0, 2000);
-    if (Avx512Runs()) {
+    if (acltest::Avx512Runs()) {
       EXPECT_GE(l.fused, 2 * int(cases.size())) << log.substr(0, 2000);
       EXPECT_GT(l.fused_ranges, 0) << log.substr(0, 2000);
     } else {

@@ -10,7 +10,6 @@
 // reference and ran.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -61,16 +60,6 @@ void ExpectDataDiscriminates(const ConvCase& c) {
 }
 void ExpectInputGradientDiscriminates(const ConvCase& c) {
   ExpectDiscriminates(c, &naive::Grads::input);
-}
-
-// Whether our AVX-512 kernels run (the CPU has them and ACLNN_CPU_MAX_ISA leaves them on):
-// cl_direct's row walks of stride 2 are AVX-512 only.
-bool Avx512Runs() {
-  __builtin_cpu_init();
-  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
-  const bool capped = cap && (std::string(cap) == "avx2" || std::string(cap) == "none");
-  const char* no512 = std::getenv("ACLNN_CPU_NO_AVX512");
-  return __builtin_cpu_supports("avx512f") && !capped && !(no512 && no512[0] == '1');
 }
 
 // `algo`'s kernels run on this CPU (some only for some problems: cl_direct's stride-2 rows).
@@ -138,8 +127,6 @@ TEST(ConvFp16Rounding, Col2imGemmDataRoundsInThePacking) {
                51),
   };
   for (const ConvCase& c : cases) {
-    // The transposed ones' dx is a forward of stride 2 along rows: AVX-512 only.
-    if (c.geom.transposed && !Avx512Runs()) continue;
     ExpectInputGradientDiscriminates(c);
     ConvCase dx_only = c;
     dx_only.mask = {true, false, false};
@@ -198,7 +185,7 @@ TEST(ConvFp16Rounding, ClDirectStreamsConvertedPlanesThroughARing) {
   };
   for (const ConvCase& c : cases) {
     // The transposed ones' dx is a forward of stride 2 along rows: AVX-512 only.
-    if (c.geom.transposed && !Avx512Runs()) continue;
+    if (c.geom.transposed && !acltest::Avx512Runs()) continue;
     ExpectInputGradientDiscriminates(c);
     ConvCase dx_only = c;
     dx_only.mask = {true, false, false};

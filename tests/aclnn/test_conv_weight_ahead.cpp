@@ -4,7 +4,6 @@
 // are too small for that rule, so these shapes are sized to take it (unit stride and stride 2,
 // several samples, one and two input-channel blocks); the plan line says so, and the gradients
 // must still match the float64 reference (the asks read nothing into the result).
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -18,12 +17,6 @@ namespace {
 using acltest::ConvCase;
 using acltest::MakeGeom;
 using acltest::ScopedEnv;
-
-bool Avx512Runs() {
-  __builtin_cpu_init();
-  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
-  return __builtin_cpu_supports("avx512f") && !(cap && std::string(cap) != "avx512");
-}
 
 TEST(ConvWeightAhead, NextSampleAskedForAndGradientsExact) {
   // Not forced (forcing names no reason in the plan line): >= 4M multiply-adds each, where
@@ -46,7 +39,7 @@ TEST(ConvWeightAhead, NextSampleAskedForAndGradientsExact) {
     ++weights;
     asked += line.find("next sample asked for") != std::string::npos;
   }
-  if (Avx512Runs()) {
+  if (acltest::Avx512Runs()) {
     EXPECT_GE(weights, int(cases.size())) << log.substr(0, 2000);
     EXPECT_EQ(asked, weights) << log.substr(0, 2000);
   } else {  // AVX2 reads x through a band (and takes a GEMM above 64 output channels)

@@ -436,4 +436,12 @@ CallResult RunTwoPhase(const PlanFn& plan, LaunchFn launch, aclrtStream stream) 
   return r;
 }
 
+bool Avx512Runs() {
+  __builtin_cpu_init();
+  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
+  const bool capped = cap && (std::string(cap) == "avx2" || std::string(cap) == "none");
+  const char* no512 = std::getenv("ACLNN_CPU_NO_AVX512");
+  return __builtin_cpu_supports("avx512f") && !capped && !(no512 && no512[0] == '1');
+}
+
 }  // namespace acltest

@@ -54,6 +54,9 @@ double UlpOf(double x, aclDataType dtype);
 size_t DtypeBytes(aclDataType dtype);  // 1, 2, 4 or 8 for the float dtypes (8-bit included)
 std::string DtypeName(aclDataType dtype);
 std::string ShapeStr(const std::vector<int64_t>& shape);
+// Whether libaclnn's AVX-512 kernels run here: the CPU has AVX-512 and neither
+// ACLNN_CPU_MAX_ISA (avx2, none) nor ACLNN_CPU_NO_AVX512=1 caps them.
+bool Avx512Runs();
 // The ACLNN_CPU_VERBOSE lines of one kind ("plan": "aclnn_cpu_verbose,plan,<api>,<primitive>,
 // <algorithm>,..."; "exec": "aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms> ms") of a
 // captured stderr log, in order; only those containing `part` where it is not empty.
