@@ -1,7 +1,7 @@
 // Source::convert's AVX2 form (F16C for the fp16 kinds), like direct_convert_avx512 on AVX-512
 // CPUs: element by element through Source::value, an AVX2-only CPU spent more time converting
 // an fp16 or bf16 convolution's bands (and rounding USE_FP16 / HF32 operands) than computing.
-// Reached only after the runtime CPU check (avx2 and f16c).
+// Reached only after the runtime CPU check (gemm::isa(): AVX2, FMA and F16C).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -9,12 +9,7 @@
 
 #include "conv/source.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+#include "gemm/target_avx2_begin.h"
 
 #include "gemm/avx2_util.h"
 
@@ -26,11 +21,6 @@ namespace {
 inline __m256 widen8(bool bf16, __m128i h) {
   return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
               : _mm256_cvtph_ps(h);
-}
-
-// The fp16 value nearest each lane (ties to even; overflow to inf), as fp32: half.h round_to_half.
-inline __m256 round_fp16(__m256 v) {
-  return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 // Each lane with its low 12 mantissa bits rounded off to nearest even, inf and NaN unchanged:
@@ -56,7 +46,7 @@ constexpr int64_t kBytes = kReadsF32<K> ? 4 : 2;
 template <SrcKind K>
 inline __m256 rounded(__m256 v) {
   if constexpr (K == SrcKind::kF32Hf32) return round_hf32(v);
-  if constexpr (K == SrcKind::kF32Fp16 || K == SrcKind::kBF16Fp16) return round_fp16(v);
+  if constexpr (K == SrcKind::kF32Fp16 || K == SrcKind::kBF16Fp16) return gemm::round_to_fp16(v);
   return v;
 }
 

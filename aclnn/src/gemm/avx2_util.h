@@ -1,6 +1,6 @@
-// Small AVX2 helpers shared by the AVX2 packing routines (gemm/sgemm_avx2.cpp,
-// conv/im2col_panels_avx2.cpp). Include only inside an AVX2 target region, after the runtime CPU
-// check has been made by the caller's dispatch.
+// Small AVX2 helpers shared by the AVX2 kernel files (gemm/sgemm_avx2.cpp, conv/*_avx2.cpp).
+// Include only inside an AVX2 (+ F16C) target region (gemm/target_avx2_begin.h), after the
+// runtime CPU check has been made by the caller's dispatch.
 #pragma once
 
 #include <immintrin.h>
@@ -22,6 +22,12 @@ static inline __m256i lane_range8(int64_t lo, int64_t hi) {
 // The lowest n lanes of 8.
 static inline __m256i first_lanes8(int64_t n) {
   return lane_range8(0, n);
+}
+
+// The fp16 value nearest each lane (ties to even; overflow to inf), widened back to fp32: half.h's
+// round_to_half, which F16C's conversion is exactly (cubeMathType USE_FP16's operand rounding).
+static inline __m256 round_to_fp16(__m256 v) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 // In-register transpose of 8 x 8: r[i] holds row i on entry and column i on exit.

@@ -48,13 +48,12 @@ inline int64_t min64(int64_t a, int64_t b) {
 // fp32 operands costs two conversions per vector in the packing, not a pass over a converted copy.
 template <bool kFp16>
 inline __m256 rnd(__m256 v) {
-  if constexpr (kFp16) return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  if constexpr (kFp16) return round_to_fp16(v);
   return v;
 }
 template <bool kFp16>
 inline float rnd(float v) {
-  if constexpr (kFp16)
-    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(v), _MM_FROUND_TO_NEAREST_INT)));
+  if constexpr (kFp16) return _mm256_cvtss_f32(round_to_fp16(_mm256_set1_ps(v)));
   return v;
 }
 
