@@ -405,22 +405,20 @@ void build_band(const TapGrid& tg, const Source& src, int64_t src_cstride, int64
                 int64_t r0, int64_t rows, int64_t plane, float* band) {
   const int64_t count = tg.band_rows(rows), cstride = tg.phases() * plane;
   const RowPlan rp(tg);
-  if (unit_f32(tg, src)) {
-    const float* base = static_cast<const float*>(src.data);
+  if (unit_grid(tg)) {
+    // fp32 rows copied by unit_row's own loop, others converted by unit_row_convert.
+    const float* f32 = unit_f32(tg, src) ? static_cast<const float*>(src.data) : nullptr;
     for (int64_t c = 0; c < channels; ++c) {
       UnitRows walk(tg, r0);
-      for (int64_t i = 0; i < count; ++i, walk.next())
-        unit_row(base + c * src_cstride, walk.offset(), rp.w0[0], rp.w1[0], tg.lo[2], tg.Wp(),
-                 band + c * cstride + i * tg.Wp());
-    }
-    return;
-  }
-  if (unit_grid(tg)) {  // the same walk, each row converted
-    for (int64_t c = 0; c < channels; ++c) {
-      UnitRows walk(tg, r0);
-      for (int64_t i = 0; i < count; ++i, walk.next())
-        unit_row_convert(src.at(c * src_cstride), walk.offset(), rp.w0[0], rp.w1[0], tg.lo[2],
-                         tg.Wp(), band + c * cstride + i * tg.Wp());
+      for (int64_t i = 0; i < count; ++i, walk.next()) {
+        float* d = band + c * cstride + i * tg.Wp();
+        if (f32) {
+          unit_row(f32 + c * src_cstride, walk.offset(), rp.w0[0], rp.w1[0], tg.lo[2], tg.Wp(), d);
+        } else {
+          unit_row_convert(src.at(c * src_cstride), walk.offset(), rp.w0[0], rp.w1[0], tg.lo[2],
+                           tg.Wp(), d);
+        }
+      }
     }
     return;
   }
