@@ -71,6 +71,7 @@ void run_rows(const ClPass& ps, const float* src, const RowMap& m, int64_t ldc, 
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
   const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.split(), si = W.s_in();
   ClRow r{src, soff, woff, 0, ps.C, ldc, nullptr, nW * 16, 0, W.src, W.cs(), W.residues()};
+  const ClRowKernel kernel = cl_row_kernel(nW);
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t ud = row / H.out, uh = row % H.out;
     float* dst =
@@ -91,12 +92,12 @@ void run_rows(const ClPass& ps, const float* src, const RowMap& m, int64_t ldc, 
       // res + e0 + d*(j + k), a row of its own per residue res. Stride si: output u0 of a tile
       // reads from column si * u0 + e0.
       for (int64_t res = 0; res < d; ++res) {
-        const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, cl_max_row(nW));
+        const int64_t J = ceil_div(W.out - res, d), tiles = ceil_div(J, kernel.max_row);
         for (int64_t i = 0; i < tiles; ++i) {  // tiles of nearly equal width
           const int64_t j0 = i * J / tiles, j1 = (i + 1) * J / tiles, u0 = res + d * j0;
           r.col0 = si * u0 + e0;
           if (ahead) ahead->ask();
-          cl_direct_row(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
+          kernel.run(j1 - j0, nW, r, dst_blk + u0 * W.s_out(), S_dst, nch, d * W.s_out());
         }
       }
     }

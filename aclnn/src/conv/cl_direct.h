@@ -53,23 +53,22 @@ struct ClRow {
 // the output's column stride (a strided data gradient's phase writes every os-th column).
 void cl_direct_row_avx512(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
                           int64_t nch, int64_t os);
-// The same on AVX2 + FMA (two halves of 8 channels), for r.cs == 1 and ur <= cl_max_row(kw) only.
+// The same on AVX2 + FMA (two halves of 8 channels), for r.cs == 1 and ur at most
+// cl_row_kernel(kw).max_row only.
 void cl_direct_row_avx2(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
                         int64_t nch, int64_t os);
 
-// The widest row tile this CPU's kernel takes for kw taps: AVX-512's 14, or on AVX2 what 16 ymm
-// registers hold as two halves' accumulators beside kw weight vectors and a broadcast column.
-inline int64_t cl_max_row(int64_t kw) {
-  return gemm::isa() >= gemm::Isa::kAvx512 ? kClMaxRow : (15 - kw) / 2;
-}
-// cl_direct_row_avx512 or cl_direct_row_avx2, by gemm::isa().
-inline void cl_direct_row(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out,
-                          int64_t nch, int64_t os) {
-  if (gemm::isa() >= gemm::Isa::kAvx512) {
-    cl_direct_row_avx512(ur, kw, r, out, ld_out, nch, os);
-  } else {
-    cl_direct_row_avx2(ur, kw, r, out, ld_out, nch, os);
-  }
+// The row kernel this CPU runs (gemm::isa()), chosen once per pass: AVX-512's, whose tiles are
+// up to kClMaxRow wide, or AVX2's, whose 16 ymm registers hold two halves' accumulators beside
+// kw weight vectors and a broadcast column ((15 - kw) / 2 outputs).
+struct ClRowKernel {
+  void (*run)(int64_t ur, int64_t kw, const ClRow& r, float* out, int64_t ld_out, int64_t nch,
+              int64_t os);
+  int64_t max_row;  // widest tile for the pass's kw
+};
+inline ClRowKernel cl_row_kernel(int64_t kw) {
+  if (gemm::isa() >= gemm::Isa::kAvx512) return {cl_direct_row_avx512, kClMaxRow};
+  return {cl_direct_row_avx2, (15 - kw) / 2};
 }
 
 }  // namespace aclnn_cpu::conv

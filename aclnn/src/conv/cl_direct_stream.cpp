@@ -24,7 +24,7 @@ int64_t row_tiles(const ClPass& ps, int64_t rows) {
   const Axis& W = ps.ax[2];
   int64_t tiles = 0;
   for (int64_t res = 0; res < W.split(); ++res)
-    tiles += ceil_div(ceil_div(W.out - res, W.split()), cl_max_row(W.taps()));
+    tiles += ceil_div(ceil_div(W.out - res, W.split()), cl_row_kernel(W.taps()).max_row);
   return rows * blocks16(ps.m) * tiles;
 }
 
