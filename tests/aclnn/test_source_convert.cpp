@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ostream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,57 @@ TEST_P(SourceConvert, ValueMatchesTheFormatDefinitions) {
   for (int64_t i = 0; i < static_cast<int64_t>(bytes.size() / k.bytes); ++i)
     ASSERT_TRUE(SameValue(all.value(i), Expected(k, bytes.data() + i * k.bytes)))
         << k.name << " element " << i;
+}
+
+// Element i of the stored bytes as stored, before any rounding the kind applies.
+double Stored(const KindCase& k, const uint8_t* p) {
+  uint16_t h;
+  float f;
+  if (k.bytes == 2) {
+    std::memcpy(&h, p, 2);
+    return k.kind == SrcKind::kF16 ? acltest::DecodeF16(h) : acltest::DecodeBF16(h);
+  }
+  std::memcpy(&f, p, 4);
+  return f;
+}
+
+// convert_sum (the depthwise pass's dy: converted for the kernels, its stored values summed for
+// gradBias in the same pass) converts exactly as convert does and returns the sum of the values
+// as stored, element i added into lane i % 16 and the lanes then added in order (sum_run_f32's
+// order, so the sum is the same whichever form ran). Runs of every tail length end on the last
+// element; nothing is written past n. Kinds without an exact stored fp32 value are refused.
+TEST_P(SourceConvert, ConvertSumConvertsAndSumsTheStoredValues) {
+  const KindCase k = GetParam();
+  const std::vector<uint8_t> bytes = Elements(k);
+  const int64_t total = static_cast<int64_t>(bytes.size() / k.bytes);
+  const Source all{bytes.data(), k.kind};
+  std::vector<float> out(64), want(64);
+  if (k.bytes == 1 || k.kind == SrcKind::kBF16Fp16) {
+    EXPECT_THROW(all.convert_sum(8, out.data()), std::logic_error) << k.name;
+    return;
+  }
+  for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 23, 31, 33, 1000}) {
+    std::vector<int64_t> starts;
+    for (int64_t at = 0; at + n <= total; at += n + 1) starts.push_back(at);
+    starts.push_back(total - n);
+    out.assign(static_cast<size_t>(n) + 16, -1234.5f);
+    want.assign(out.size(), -1234.5f);
+    for (int64_t at : starts) {
+      std::fill(out.begin(), out.end(), -1234.5f);
+      const double sum = all.at(at).convert_sum(n, out.data());
+      all.at(at).convert(n, 1, want.data());
+      double lanes[16] = {};
+      for (int64_t i = 0; i < n; ++i) lanes[i % 16] += Stored(k, bytes.data() + (at + i) * k.bytes);
+      double expect = 0.0;
+      for (double l : lanes) expect += l;
+      ASSERT_TRUE(sum == expect || (std::isnan(sum) && std::isnan(expect)))
+          << k.name << " n " << n << " at " << at << ": sum " << sum << ", want " << expect;
+      for (size_t i = 0; i < out.size(); ++i)
+        ASSERT_TRUE(SameValue(out[i], want[i]))
+            << k.name << " n " << n << " at " << at << " element " << i << ": " << out[i]
+            << " vs convert's " << want[i] << (i >= size_t(n) ? " (past n)" : "");
+    }
+  }
 }
 
 // narrow16, the inverse (fp32 results written to fp16 / bf16 outputs): every fp32 value of the

@@ -162,6 +162,17 @@ const float* DwInput::get(int64_t at, int64_t n) const {
   return buf;
 }
 
+const float* DwInput::get_summing(int64_t at, int64_t plane, int64_t planes, double* sums) const {
+  if (f32) {
+    for (int64_t j = 0; j < planes; ++j) sums[j] += sum_run_f32(f32 + at + j * plane, plane);
+    return f32 + at;
+  }
+  float* buf = slots + current_slot(nslots) * slot_elems;
+  for (int64_t j = 0; j < planes; ++j)
+    sums[j] += src.at(at + j * plane).convert_sum(plane, buf + j * plane);
+  return buf;
+}
+
 int64_t depthwise_slot_elems(const ConvGeometry& g) {
   return std::max(g.cout_g() * g.out_size(), g.out_size() + g.in_size());
 }
@@ -268,10 +279,10 @@ struct FusedPass {
   const float* w = nullptr;           // [C_out, K] fp32
   float* slot0 = nullptr;             // slot s at slot0 + s * stride
   DwInput dy = {}, x = {};            // as fp32 planes (the slot's first two parts)
-  bool rounded_f32 = false;           // dy is fp32 rounded as read: db from the stored plane
   bool bf16_dot = false;              // bf16 x and dy: the tap sums take them as stored
   float* dx_dense = nullptr;          // dx as a dense fp32 tensor, or null
   int64_t dx_bytes = 0;               // a dense dx written from the slot: its element bytes
+  bool narrow_in_kernel = false;      // a 16-bit dx: the AVX2 kernel rounds its rows as it stores
 
   // The next sample's planes lie C_in (C_out) planes further: each a short stream the hardware
   // prefetcher would only catch up with midway, so fetch them while this one runs. Only where
@@ -306,33 +317,48 @@ struct FusedPass {
     }
   }
 
-  // dx[n, c], the m planes' weight sums into total [m, K] and their bias sums into bias [m].
-  void sample(int64_t n, int64_t c, double* total, double* bias) const {
-    const int64_t dy_at = (n * g.C_out + c * m) * S_out;
-    const float* dyc = dy.get(dy_at, m * S_out);  // [m, S_out]
-    float* dxc = dx_dense ? dx_dense + (n * g.C_in + c) * S_in
-                          : slot0 + current_slot(b.slots) * stride + m * S_out + S_in;
-    if (!data_plane_fast(g, dxc, dyc, w + c * m * K, m)) {
+  // dx[n, c] from the group's m dy planes dyc [m, S_out], written into its view: straight from
+  // the AVX2 kernel's rows into a dense 16-bit dx, else as an fp32 plane (in place, or in the
+  // slot and then stored in the view's dtype and strides).
+  void data_gradient(int64_t n, int64_t c, const float* dyc) const {
+    const int64_t at = (n * g.C_in + c) * S_in;  // dx[n, c]'s first element, dense
+    const float* wc = w + c * m * K;
+    auto* dx16 = reinterpret_cast<uint16_t*>(b.dx->origin()) + at;  // (used where dx_bytes == 2)
+    const bool bf16 = b.dx->dtype == ACL_BF16;
+    if (dx_bytes == 2 && narrow_in_kernel &&
+        dw_plane_backward_data16_avx2(g, bf16, dx16, dyc, S_out, wc, m))
+      return;
+    float* dxc = dx_dense ? dx_dense + at : slot0 + current_slot(b.slots) * stride + m * S_out + S_in;
+    if (!data_plane_fast(g, dxc, dyc, wc, m)) {
       for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
       for (int64_t j = 0; j < m; ++j) {
-        const float* wo = w + (c * m + j) * K;
+        const float* wo = wc + j * K;
         for_taps(g, [&](const Tap& t) { tap_scatter_any(dxc, dyc + j * S_out, wo[t.q], t); });
       }
     }
-    weight_sums(n, c, dyc, total);
-    // db[o] = sum_n sum_p dy[n, o, p], from the stored fp32 planes where dyc is rounded.
-    const float* exact = rounded_f32 ? static_cast<const float*>(b.dy.data) + dy_at : dyc;
-    if (b.db)
-      for (int64_t j = 0; j < m; ++j) bias[j] += sum_run_f32(exact + j * S_out, S_out);
     if (dx_bytes == 2) {  // a dense fp16/bf16 dx: the plane rounded straight into it
-      narrow16(b.dx->dtype == ACL_BF16, dxc, S_in,
-               reinterpret_cast<uint16_t*>(b.dx->origin()) + (n * g.C_in + c) * S_in);
+      narrow16(bf16, dxc, S_in, dx16);
     } else if (!dx_dense) {  // dx[n, c] into its view (dtype, strides)
       View5 plane = *b.dx;
       plane.offset += n * plane.strides[0] + c * plane.strides[1];
       plane.dims[0] = plane.dims[1] = 1;
       unpack(dxc, plane);
     }
+  }
+
+  // dx[n, c], the m planes' weight sums into total [m, K] and their bias sums into bias [m]:
+  // db[o] = sum_n sum_p dy[n, o, p] of the values as stored (not rounded). A converted dy is
+  // summed in the pass that converts it; fp32 read in place after the kernels, when it is in
+  // L1/L2 (summed first, its stream from memory stalled the call: 5% slower, Zen 3).
+  void sample(int64_t n, int64_t c, double* total, double* bias) const {
+    const int64_t dy_at = (n * g.C_out + c * m) * S_out;
+    const bool sum_first = b.db && !dy.f32;
+    const float* dyc =  // [m, S_out]
+        sum_first ? dy.get_summing(dy_at, S_out, m, bias) : dy.get(dy_at, m * S_out);
+    data_gradient(n, c, dyc);
+    weight_sums(n, c, dyc, total);
+    if (b.db && !sum_first)
+      for (int64_t j = 0; j < m; ++j) bias[j] += sum_run_f32(dyc + j * S_out, S_out);
   }
 };
 
@@ -355,12 +381,12 @@ void depthwise_backward(const ConvGeometry& g, const DwBackward& b) {
     return in;
   };
   f.dy = input(b.dy, 0), f.x = input(b.x, m * f.S_out);
-  f.rounded_f32 = b.dy.kind == SrcKind::kF32Hf32 || b.dy.kind == SrcKind::kF32Fp16;
   f.bf16_dot = b.x.kind == SrcKind::kBF16 && b.dy.kind == SrcKind::kBF16 && bf16_dot_kernels();
   f.dx_dense = dx_in_place(*b.dx) ? reinterpret_cast<float*>(b.dx->origin()) : nullptr;
   // (fetching an fp32 dx written in place ahead measured no gain)
   f.dx_bytes = !f.dx_dense && b.dx->contiguous() ? int64_t(dtype_size(b.dx->dtype)) : 0;
   f.ahead = gemm::isa() >= gemm::Isa::kAvx512;
+  f.narrow_in_kernel = gemm::isa() == gemm::Isa::kAvx2;  // (the AVX-512 kernel stores fp32 rows)
   parallel(g.C_in, [&](int64_t c) {
     double total[kDepthwiseTapGroup], bias[kDepthwiseTapGroup];
     std::fill(total, total + m * K, 0.0);

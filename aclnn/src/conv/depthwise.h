@@ -55,6 +55,10 @@ bool dw_plane_tap_sums_avx2(const ConvGeometry& g, const float* dy, const float*
 bool dw_plane_forward_avx2(const ConvGeometry& g, float* y, const float* x, const float* w);
 bool dw_plane_backward_data_avx2(const ConvGeometry& g, float* dx, const float* dy,
                                  int64_t dy_stride, const float* w, int64_t m);
+// dw_plane_backward_data_avx2 with each dx row rounded to fp16 (`bf16` false) or bf16 as it is
+// stored, bit for bit what narrow16 of the fp32 plane gives: a 16-bit dx written in place.
+bool dw_plane_backward_data16_avx2(const ConvGeometry& g, bool bf16, uint16_t* dx,
+                                   const float* dy, int64_t dy_stride, const float* w, int64_t m);
 
 // Whether the direct kernels apply (every input channel is its own group's only channel).
 inline bool use_depthwise(const ConvGeometry& g) {
@@ -78,6 +82,9 @@ struct DwInput {
   int nslots = 1;
   // Elements [at, at + n) as fp32 (n <= slot_elems for a converted input).
   const float* get(int64_t at, int64_t n) const;
+  // get(at, planes * plane), adding the sum of plane j's values as stored (before rounding) to
+  // sums[j], in the same pass where the input is converted.
+  const float* get_summing(int64_t at, int64_t plane, int64_t planes, double* sums) const;
 };
 inline DwInput dw_fp32(const float* data) {
   DwInput in;

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "conv/depthwise.h"
 
@@ -53,10 +54,42 @@ bool inner_full(const Lanes (*lanes)[kMaxVectors], int64_t taps, int64_t nv) {
   return true;
 }
 
+// What a finished output row is stored as: fp32, or rounded to fp16 or bf16 (to nearest even,
+// bit for bit narrow16's) for a 16-bit dx written straight into its tensor, which spares the
+// fp32 plane in the slot and the separate narrowing pass over it (4% of an fp16 depthwise call).
+enum class OutKind { kF32, kF16, kBF16 };
+
+// Output row [at, at + cols) of `out` (an OutKind plane) = the NV vectors of acc, lanes past
+// cols not written.
+template <OutKind kOut, int NV>
+inline void store_row(void* out, int64_t at, int64_t cols, const __m256 (&acc)[NV]) {
+  for (int v = 0; v < NV; ++v) {
+    const int64_t n = cols - 8 * v;  // lanes of vector v inside the row, >= 1
+    if constexpr (kOut == OutKind::kF32) {
+      float* dst = static_cast<float*>(out) + at + 8 * v;
+      if (n >= 8) {
+        _mm256_storeu_ps(dst, acc[v]);
+      } else {
+        _mm256_maskstore_ps(dst, gemm::first_lanes8(n), acc[v]);
+      }
+    } else {
+      uint16_t* dst = static_cast<uint16_t*>(out) + at + 8 * v;
+      const __m128i h = gemm::narrow8(kOut == OutKind::kBF16, acc[v]);
+      if (n >= 8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), h);
+      } else {  // (no 16-bit masked store in AVX2: the tail through a staging copy)
+        alignas(16) uint16_t lanes[8];
+        _mm_store_si128(reinterpret_cast<__m128i*>(lanes), h);
+        std::memcpy(dst, lanes, static_cast<size_t>(n) * sizeof(uint16_t));
+      }
+    }
+  }
+}
+
 // Each output row (NV vectors) summed in registers over the m input planes and every tap, then
 // stored once.
-template <int NV, bool kInnerFull>
-void correlate_rows(const Correlation& c, float* out, const float* in, int64_t in_stride,
+template <OutKind kOut, int NV, bool kInnerFull>
+void correlate_rows(const Correlation& c, void* out, const float* in, int64_t in_stride,
                     const float* w, int64_t m, const Lanes (*lanes)[kMaxVectors],
                     const int64_t* offw) {
   const int64_t K = c.k[0] * c.k[1] * c.k[2];
@@ -86,14 +119,7 @@ void correlate_rows(const Correlation& c, float* out, const float* in, int64_t i
           }
         }
       }
-      float* dst = out + (od * c.out[1] + oh) * c.out[2];
-      for (int v = 0; v < NV; ++v) {
-        if (c.out[2] - 8 * v >= 8) {
-          _mm256_storeu_ps(dst + 8 * v, acc[v]);
-        } else {
-          _mm256_maskstore_ps(dst + 8 * v, gemm::first_lanes8(c.out[2] - 8 * v), acc[v]);
-        }
-      }
+      store_row<kOut, NV>(out, (od * c.out[1] + oh) * c.out[2], c.out[2], acc);
     }
 }
 
@@ -115,30 +141,41 @@ void shifted_row_lanes(int64_t cols, int64_t in_cols, int64_t off0, int64_t step
   }
 }
 
-template <int NV>
-void correlate_nv(const Correlation& c, float* out, const float* in, int64_t in_stride,
+template <OutKind kOut, int NV>
+void correlate_nv(const Correlation& c, void* out, const float* in, int64_t in_stride,
                   const float* w, int64_t m, const Lanes (*lanes)[kMaxVectors], const int64_t* offw,
                   int64_t nv) {
   if constexpr (NV > 1) {
-    if (nv < NV) return correlate_nv<NV - 1>(c, out, in, in_stride, w, m, lanes, offw, nv);
+    if (nv < NV) return correlate_nv<kOut, NV - 1>(c, out, in, in_stride, w, m, lanes, offw, nv);
   }
   if (inner_full(lanes, c.k[2], NV)) {
-    correlate_rows<NV, true>(c, out, in, in_stride, w, m, lanes, offw);
+    correlate_rows<kOut, NV, true>(c, out, in, in_stride, w, m, lanes, offw);
   } else {
-    correlate_rows<NV, false>(c, out, in, in_stride, w, m, lanes, offw);
+    correlate_rows<kOut, NV, false>(c, out, in, in_stride, w, m, lanes, offw);
   }
 }
 
 // Runs correlate_rows for output rows of up to 64 and kernels up to 32 wide; false otherwise.
-bool correlate_plane(const Correlation& c, float* out, const float* in, int64_t in_stride,
-                     const float* w, int64_t m) {
+bool correlate_plane(const Correlation& c, OutKind kind, void* out, const float* in,
+                     int64_t in_stride, const float* w, int64_t m) {
   constexpr int64_t kMaxKw = 32;
   const int64_t W = c.out[2];
   if (W <= 0 || W > 8 * kMaxVectors || c.k[2] < 1 || c.k[2] > kMaxKw) return false;
   Lanes lanes[kMaxKw][kMaxVectors];
   int64_t offw[kMaxKw];
   shifted_row_lanes(W, c.in[2], c.off[2], c.step[2], c.k[2], lanes, offw);
-  correlate_nv<kMaxVectors>(c, out, in, in_stride, w, m, lanes, offw, (W + 7) / 8);
+  const int64_t nv = (W + 7) / 8;
+  switch (kind) {
+    case OutKind::kF32:
+      correlate_nv<OutKind::kF32, kMaxVectors>(c, out, in, in_stride, w, m, lanes, offw, nv);
+      break;
+    case OutKind::kF16:
+      correlate_nv<OutKind::kF16, kMaxVectors>(c, out, in, in_stride, w, m, lanes, offw, nv);
+      break;
+    case OutKind::kBF16:
+      correlate_nv<OutKind::kBF16, kMaxVectors>(c, out, in, in_stride, w, m, lanes, offw, nv);
+      break;
+  }
   return true;
 }
 
@@ -244,15 +281,30 @@ bool dw_plane_tap_sums_avx2(const ConvGeometry& g, const float* dy, const float*
   return true;
 }
 
-bool dw_plane_backward_data_avx2(const ConvGeometry& g, float* dx, const float* dy,
-                                 int64_t dy_stride, const float* w, int64_t m) {
+namespace {
+
+// The data gradient as the correlation of dy with the flipped kernel (see depthwise_avx512.cpp).
+bool backward_data(const ConvGeometry& g, OutKind kind, void* dx, const float* dy,
+                   int64_t dy_stride, const float* w, int64_t m) {
   if (!unit_stride_3d(g)) return false;
   Correlation c;
   for (int d = 0; d < 3; ++d) {
     c.out[d] = g.in[d], c.in[d] = g.out[d], c.k[d] = g.k[d];
     c.off[d] = g.pad_before[d], c.step[d] = -g.dil[d];
   }
-  return correlate_plane(c, dx, dy, dy_stride, w, m);
+  return correlate_plane(c, kind, dx, dy, dy_stride, w, m);
+}
+
+}  // namespace
+
+bool dw_plane_backward_data_avx2(const ConvGeometry& g, float* dx, const float* dy,
+                                 int64_t dy_stride, const float* w, int64_t m) {
+  return backward_data(g, OutKind::kF32, dx, dy, dy_stride, w, m);
+}
+
+bool dw_plane_backward_data16_avx2(const ConvGeometry& g, bool bf16, uint16_t* dx,
+                                   const float* dy, int64_t dy_stride, const float* w, int64_t m) {
+  return backward_data(g, bf16 ? OutKind::kBF16 : OutKind::kF16, dx, dy, dy_stride, w, m);
 }
 
 bool dw_plane_forward_avx2(const ConvGeometry& g, float* y, const float* x, const float* w) {
@@ -262,7 +314,7 @@ bool dw_plane_forward_avx2(const ConvGeometry& g, float* y, const float* x, cons
     c.out[d] = g.out[d], c.in[d] = g.in[d], c.k[d] = g.k[d];
     c.off[d] = -g.pad_before[d], c.step[d] = g.dil[d];
   }
-  return correlate_plane(c, y, x, 0, w, 1);
+  return correlate_plane(c, OutKind::kF32, y, x, 0, w, 1);
 }
 
 }  // namespace aclnn_cpu::conv

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "conv/direct_grid.h"
 #include "conv/float8.h"
@@ -100,6 +101,16 @@ void Source::convert(int64_t n, int64_t stride, float* dst) const {
   } else {
     for (int64_t k = 0; k < n; ++k) dst[k] = value(k * stride);
   }
+}
+
+double Source::convert_sum(int64_t n, float* dst) const {
+  if (kind == SrcKind::kBF16Fp16 || elem_bytes() == 1)
+    throw std::logic_error("Source::convert_sum: no sum of the stored values for this kind");
+  if (n <= 0) return 0.0;
+  if (!gemm::have_avx512() && avx2_f16c()) return convert_sum_avx2(kind, data, n, dst);
+  convert(n, 1, dst);
+  // The 4-byte kinds' stored values are the source's; the 16-bit ones' are dst's (no rounding).
+  return sum_run_f32(elem_bytes() == 4 ? static_cast<const float*>(data) : dst, n);
 }
 
 void narrow16(bool bf16, const float* src, int64_t n, uint16_t* dst) {

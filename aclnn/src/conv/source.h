@@ -45,12 +45,19 @@ struct Source {
   // kind but the 8-bit ones; strides up to kMaxChunkedStride convert the covering run a chunk at
   // a time and keep every stride-th element.
   void convert(int64_t n, int64_t stride, float* dst) const;
+  // convert(n, 1, dst), returning the sum in double of the n values as stored (before any
+  // rounding), added in sum_run_f32's order: in one pass over the source on AVX2-only CPUs, else
+  // a conversion and then sum_run_f32. Every kind but kBF16Fp16 and the 8-bit ones.
+  double convert_sum(int64_t n, float* dst) const;
   static constexpr int64_t kMaxChunkedStride = 8;
 };
 
 // dst[i] = element i of a `kind` source (not an 8-bit kind) as fp32, converted and rounded, for
 // i < n: bit for bit Source::value's (NaN: a NaN). AVX2 + F16C only (source_avx2.cpp).
 void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst);
+
+// convert_avx2, returning the sum of the n values as stored (Source::convert_sum).
+double convert_sum_avx2(SrcKind kind, const void* src, int64_t n, float* dst);
 
 // dst[c * ld_dst + r] = element r * ld_src + c of a `kind` source converted and rounded as
 // Source::convert does, for c < cols and r < width (a multiple of 16), zero for r >= rows: rows

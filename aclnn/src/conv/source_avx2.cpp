@@ -50,21 +50,26 @@ inline __m256 rounded(__m256 v) {
   return v;
 }
 
+// 8 elements of kind K at `src` as fp32, as stored (not rounded).
+template <SrcKind K>
+inline __m256 stored8(const void* src) {
+  if constexpr (kReadsF32<K>) return _mm256_loadu_ps(static_cast<const float*>(src));
+  return widen8(K != SrcKind::kF16, _mm_loadu_si128(static_cast<const __m128i*>(src)));
+}
 // 8 elements of kind K at `src` as fp32, converted and rounded.
 template <SrcKind K>
 inline __m256 load8(const void* src) {
-  if constexpr (kReadsF32<K>) return rounded<K>(_mm256_loadu_ps(static_cast<const float*>(src)));
-  return rounded<K>(widen8(K != SrcKind::kF16, _mm_loadu_si128(static_cast<const __m128i*>(src))));
+  return rounded<K>(stored8<K>(src));
 }
 
-// The first `rem` (1 .. 7) elements of kind K at `src` as fp32 lanes (the rest zero), reading
-// nothing past them: masked loads (16-bit kinds: whole pairs as 32-bit lanes, an odd last
-// element inserted), never a staging copy in memory (its narrow stores would stall the vector
-// load that reads them back).
+// The first `rem` (1 .. 7) elements of kind K at `src` as fp32 lanes (the rest zero), as stored,
+// reading nothing past them: masked loads (16-bit kinds: whole pairs as 32-bit lanes, an odd
+// last element inserted), never a staging copy in memory (its narrow stores would stall the
+// vector load that reads them back).
 template <SrcKind K>
-inline __m256 load_tail(const void* src, int64_t rem) {
+inline __m256 stored_tail(const void* src, int64_t rem) {
   if constexpr (kReadsF32<K>)
-    return rounded<K>(_mm256_maskload_ps(static_cast<const float*>(src), gemm::first_lanes8(rem)));
+    return _mm256_maskload_ps(static_cast<const float*>(src), gemm::first_lanes8(rem));
   const __m128i pairs = _mm256_castsi256_si128(gemm::first_lanes8(rem / 2));
   __m128i h = _mm_maskload_epi32(static_cast<const int*>(src), pairs);
   const int last = static_cast<const uint16_t*>(src)[rem - 1];
@@ -84,7 +89,12 @@ inline __m256 load_tail(const void* src, int64_t rem) {
     default:
       break;
   }
-  return rounded<K>(widen8(K != SrcKind::kF16, h));
+  return widen8(K != SrcKind::kF16, h);
+}
+// The same, converted and rounded.
+template <SrcKind K>
+inline __m256 load_tail(const void* src, int64_t rem) {
+  return rounded<K>(stored_tail<K>(src, rem));
 }
 
 // Calls f(KindTag<K>{}) for the kind K of `kind`, so that the loops below decide it once per
@@ -128,6 +138,45 @@ void convert_kind(const void* src, int64_t n, float* dst) {
   }
 }
 
+// The elements [i, i + 16) of kind K at `s` (fewer at the end: the rest read as zero), as stored.
+template <SrcKind K>
+inline void stored16(const char* s, int64_t i, int64_t n, __m256 (&v)[2]) {
+  for (int h = 0; h < 2; ++h) {
+    const int64_t at = i + 8 * h, rem = n - at;
+    v[h] = rem >= 8  ? stored8<K>(s + at * kBytes<K>)
+           : rem > 0 ? stored_tail<K>(s + at * kBytes<K>, rem)
+                     : _mm256_setzero_ps();
+  }
+}
+
+// convert_kind, summing the values as stored in double as it goes: element i into lane i % 16
+// of four 4-double accumulators, the 16 lanes added in order at the end (sum_run_f32's order).
+template <SrcKind K>
+double convert_sum_kind(const void* src, int64_t n, float* dst) {
+  const char* s = static_cast<const char*>(src);
+  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                    _mm256_setzero_pd()};
+  for (int64_t i = 0; i < n; i += 16) {
+    __m256 v[2];
+    stored16<K>(s, i, n, v);
+    for (int h = 0; h < 2; ++h) {
+      acc[2 * h] = _mm256_add_pd(acc[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(v[h])));
+      acc[2 * h + 1] = _mm256_add_pd(acc[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(v[h], 1)));
+      const int64_t rem = n - (i + 8 * h);
+      if (rem >= 8) {
+        _mm256_storeu_ps(dst + i + 8 * h, rounded<K>(v[h]));
+      } else if (rem > 0) {
+        _mm256_maskstore_ps(dst + i + 8 * h, gemm::first_lanes8(rem), rounded<K>(v[h]));
+      }
+    }
+  }
+  alignas(32) double lanes[16];
+  for (int a = 0; a < 4; ++a) _mm256_store_pd(lanes + 4 * a, acc[a]);
+  double sum = 0.0;
+  for (double l : lanes) sum += l;
+  return sum;
+}
+
 // 8 x 8 blocks, each row converted as it is loaded (a short last block of columns through
 // load_tail), transposed in registers, stored as columns.
 template <SrcKind K>
@@ -153,6 +202,12 @@ void convert_avx2(SrcKind kind, const void* src, int64_t n, float* dst) {
   with_kind(kind, [&]<SrcKind K>(KindTag<K>) { convert_kind<K>(src, n, dst); });
 }
 
+double convert_sum_avx2(SrcKind kind, const void* src, int64_t n, float* dst) {
+  double sum = 0.0;
+  with_kind(kind, [&]<SrcKind K>(KindTag<K>) { sum = convert_sum_kind<K>(src, n, dst); });
+  return sum;
+}
+
 void transpose_convert_avx2(SrcKind kind, const void* src, int64_t ld_src, int64_t rows,
                             int64_t cols, float* dst, int64_t ld_dst, int64_t width) {
   with_kind(kind, [&]<SrcKind K>(KindTag<K>) {
@@ -160,35 +215,16 @@ void transpose_convert_avx2(SrcKind kind, const void* src, int64_t ld_src, int64
   });
 }
 
-namespace {
-
-// 8 fp32 lanes rounded to fp16 or bf16 (to nearest even) in the low 128 bits, in order. bf16:
-// x + 0x7FFF + (bit 16 of x), upper half; a NaN keeps its upper half with the quiet bit set.
-inline __m128i narrow8(bool bf16, __m256 v) {
-  if (!bf16) return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256i x = _mm256_castps_si256(v);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-  const __m256i rounded =
-      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7FFF)), lsb), 16);
-  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
-  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);  // [r0..r7], each < 2^16
-  // packus works per 128-bit half: [r0..r3 r0..r3 | r4..r7 r4..r7]; keep quadwords 0 and 2.
-  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
-}
-
-}  // namespace
-
 void narrow_avx2(bool bf16, const float* src, int64_t n, uint16_t* dst) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), narrow8(bf16, _mm256_loadu_ps(src + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), gemm::narrow8(bf16, _mm256_loadu_ps(src + i)));
   if (i == n) return;
   // The tail through 8-element staging copies: nothing read or written past element n - 1.
   alignas(32) float in[8] = {};
   alignas(16) uint16_t out[8];
   std::memcpy(in, src + i, static_cast<size_t>(n - i) * sizeof(float));
-  _mm_store_si128(reinterpret_cast<__m128i*>(out), narrow8(bf16, _mm256_load_ps(in)));
+  _mm_store_si128(reinterpret_cast<__m128i*>(out), gemm::narrow8(bf16, _mm256_load_ps(in)));
   std::memcpy(dst + i, out, static_cast<size_t>(n - i) * sizeof(uint16_t));
 }
 

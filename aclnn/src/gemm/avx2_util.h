@@ -30,6 +30,21 @@ static inline __m256 round_to_fp16(__m256 v) {
   return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
+// 8 fp32 lanes rounded to fp16 or bf16 (to nearest even) in the low 128 bits, in order. bf16:
+// x + 0x7FFF + (bit 16 of x), upper half; a NaN keeps its upper half with the quiet bit set.
+static inline __m128i narrow8(bool bf16, __m256 v) {
+  if (!bf16) return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256i x = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);  // [r0..r7], each < 2^16
+  // packus works per 128-bit half: [r0..r3 r0..r3 | r4..r7 r4..r7]; keep quadwords 0 and 2.
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+}
+
 // In-register transpose of 8 x 8: r[i] holds row i on entry and column i on exit.
 static inline void transpose8(__m256 r[8]) {
   __m256 t[8];
