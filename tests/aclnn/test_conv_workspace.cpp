@@ -181,6 +181,38 @@ TEST(BenchPlans, DepthwiseRunsThePlaneKernelsInEveryDtype) {
   }
 }
 
+// The weight-gradient algorithm phase 1 plans for bench case `name` in `dt`.
+std::string WeightPlan(const std::string& name, aclDataType dt, int cube = 0) {
+  const std::vector<std::string> lines =
+      acltest::VerbosePlanLines(PlanLines(BenchProblem(name, 1), dt, cube), ",backward_weight,");
+  if (lines.size() != 1) return "(" + std::to_string(lines.size()) + " weight plans)";
+  for (const char* algo : {"strided_direct", "grid_direct", "grid_gemm"})
+    if (lines[0].find(std::string(",") + algo + ",") != std::string::npos) return algo;
+  return lines[0];
+}
+
+// strided_direct's AVX2 cost rules (strided_direct_plan.h, avx2_weight_rules) take unit-stride
+// weight gradients on fp32 planes of at most 32 x 32 (mnist2 14 x 14, grouped 28 x 28) and with
+// fewer than 8 input channels and at least 32 outputs (mnist1: 1 -> 32), and leave larger planes
+// (resnet3x3, 56 x 56) and converted inputs (mnist2 fp16) to grid_direct. The AVX-512 rules
+// prefer it for strided convolutions only.
+TEST(BenchPlans, StridedDirectWeightRulesFollowTheIsa) {
+  if (!acltest::PackedKernelsRun()) GTEST_SKIP() << "no AVX2 or AVX-512 kernels here";
+  if (acltest::Avx512Runs()) {  // (what else is planned there is not this test's business)
+    for (const char* name : {"c2d_mnist1", "c2d_mnist2", "c2d_grouped", "c2d_resnet3x3"})
+      EXPECT_NE(WeightPlan(name, ACL_FLOAT), "strided_direct") << name;
+    return;
+  }
+  EXPECT_EQ(WeightPlan("c2d_mnist2", ACL_FLOAT), "strided_direct");
+  EXPECT_EQ(WeightPlan("c2d_grouped", ACL_FLOAT), "strided_direct");
+  EXPECT_EQ(WeightPlan("c2d_mnist1", ACL_FLOAT), "strided_direct");
+  EXPECT_EQ(WeightPlan("c2d_mnist1", ACL_FLOAT16), "strided_direct");
+  EXPECT_EQ(WeightPlan("c2d_first7x7", ACL_FLOAT), "strided_direct");
+  EXPECT_EQ(WeightPlan("c2d_resnet3x3", ACL_FLOAT), "grid_direct");
+  EXPECT_EQ(WeightPlan("c2d_mnist2", ACL_FLOAT16), "grid_direct");
+  EXPECT_EQ(WeightPlan("c2d_mnist2", ACL_FLOAT, 2), "grid_direct");  // USE_FP16: rounded
+}
+
 // The chunked runs compute the right values: outputs of another dtype larger than the 8 MiB
 // chunk (fp32), with a batch of 3 (one sample per run): dx of a 1x1 and of a depthwise conv
 // (backward), y of a 1x1 (forward), against the float64 reference.

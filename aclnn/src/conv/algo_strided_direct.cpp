@@ -29,7 +29,8 @@
 // Cost rules (both primitives): fp32, a stride above 1, above ~4M multiply-adds, at least 8 input
 // and at most 64 output channels per group (grid_direct's AVX2 tile rules; the shapes measured).
 // On AVX-512 only the weight gradient (its kernel is then the AVX-512 one; the forward's is AVX2
-// and was not faster than grid_direct's there).
+// and was not faster than grid_direct's there). On AVX2 the weight gradient also takes unit
+// strides on small planes and few input channels (strided_direct_plan.h, avx2_weight_rules).
 #include <cstring>
 
 #include "conv/algo_support.h"
@@ -43,6 +44,7 @@
 namespace aclnn_cpu::conv {
 namespace {
 
+using strided_direct::avx2_weight_rules;
 using strided_direct::channel_rules;
 using strided_direct::common;
 using strided_direct::tap_offsets;
@@ -144,6 +146,7 @@ Fit plan(const Problem& p) {
   if (!f.applies) return f;
   const ConvGeometry& g = p.g;
   channel_rules(f, g);
+  if (!p.avx512()) avx2_weight_rules(f, p);
   plan_weight_split(p, 4, even_cblock(p, kMaxChannels), f.b);
   f.b.rows = p.avx512() && !p.converts ? in_place_rows(g) : block_rows(g, f.b.cblock);
   const Frame fr = frame_of(g, f.b.cblock, f.b.rows);

@@ -444,4 +444,12 @@ bool Avx512Runs() {
   return __builtin_cpu_supports("avx512f") && !capped && !(no512 && no512[0] == '1');
 }
 
+bool PackedKernelsRun() {
+  __builtin_cpu_init();
+  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
+  if (cap && std::string(cap) == "none") return false;
+  return Avx512Runs() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c"));
+}
+
 }  // namespace acltest

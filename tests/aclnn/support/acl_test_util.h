@@ -57,6 +57,9 @@ std::string ShapeStr(const std::vector<int64_t>& shape);
 // Whether libaclnn's AVX-512 kernels run here: the CPU has AVX-512 and neither
 // ACLNN_CPU_MAX_ISA (avx2, none) nor ACLNN_CPU_NO_AVX512=1 caps them.
 bool Avx512Runs();
+// Whether libaclnn's packed AVX2 or AVX-512 kernels run here (AVX2 + FMA + F16C, or AVX-512, and
+// ACLNN_CPU_MAX_ISA is not none).
+bool PackedKernelsRun();
 // The ACLNN_CPU_VERBOSE lines of one kind ("plan": "aclnn_cpu_verbose,plan,<api>,<primitive>,
 // <algorithm>,..."; "exec": "aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms> ms") of a
 // captured stderr log, in order; only those containing `part` where it is not empty.
