@@ -87,7 +87,8 @@ template <typename F>
 
 // Batch mean and biased variance of channel c (two passes: mean, then squared deviations).
 template <typename T>
-[[gnu::always_inline]] inline void stats_of_channel(const ChannelGeometry& g, const T* x, int64_t c, double* mean, double* var) {
+[[gnu::always_inline]] inline void stats_of_channel(const ChannelGeometry& g, const T* x, int64_t c,
+                                                    double* mean, double* var) {
   const double M = static_cast<double>(g.per_channel());
   Lanes s, q;
   for_channel_lanes(g, c, [&](int64_t i, int64_t j) { s.v[j] += convert<double>(x[i]); });
@@ -126,8 +127,9 @@ std::vector<double> channel_values(const Tensor& t, int64_t C, double fill) {
 
 // y = x * scale[c] + shift[c], rows [r0, r1) of S.
 template <typename T>
-[[gnu::always_inline]] inline void affine_rows(const ChannelGeometry& g, const T* x, T* y, const double* scale,
-                 const double* shift, int64_t r0, int64_t r1) {
+[[gnu::always_inline]] inline void affine_rows(const ChannelGeometry& g, const T* x, T* y,
+                                               const double* scale, const double* shift, int64_t r0,
+                                               int64_t r1) {
   using C = kernels::compute_t<T>;
   for (int64_t r = r0; r < r1; ++r) {
     const C a = static_cast<C>(scale[r % g.C]), b = static_cast<C>(shift[r % g.C]);
@@ -156,8 +158,9 @@ void apply_affine(const ChannelGeometry& g, const T* x, T* y, const std::vector<
 
 // Σ g and Σ g (x - mean[c]) of channel c (x̂ = (x - mean) invstd: the caller scales the second).
 template <typename T>
-[[gnu::always_inline]] inline void grad_sums_of_channel(const ChannelGeometry& g, const T* x, const T* gp, int64_t c, double mu,
-                          double* sum_g, double* sum_gxc) {
+[[gnu::always_inline]] inline void grad_sums_of_channel(const ChannelGeometry& g, const T* x,
+                                                        const T* gp, int64_t c, double mu,
+                                                        double* sum_g, double* sum_gxc) {
   Lanes sg, sgx;
   for_channel_lanes(g, c, [&](int64_t i, int64_t j) {
     const double gv = convert<double>(gp[i]);
@@ -175,9 +178,10 @@ ACLGRAD_SIMD_CLONES void grad_sums_of_channel_f32(const ChannelGeometry& g, cons
 
 // dx = k (g - a - (x - mean) b) per channel, rows [r0, r1) of S (the backward's second pass).
 template <typename T>
-[[gnu::always_inline]] inline void grad_input_rows(const ChannelGeometry& g, const T* x, const T* gp, T* dp, const double* k,
-                     const double* a, const double* b, const double* mean, int64_t r0,
-                     int64_t r1) {
+[[gnu::always_inline]] inline void grad_input_rows(const ChannelGeometry& g, const T* x,
+                                                   const T* gp, T* dp, const double* k,
+                                                   const double* a, const double* b,
+                                                   const double* mean, int64_t r0, int64_t r1) {
   using C = kernels::compute_t<T>;
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t c = r % g.C;

@@ -328,7 +328,8 @@ struct FusedPass {
     if (dx_bytes == 2 && narrow_in_kernel &&
         dw_plane_backward_data16_avx2(g, bf16, dx16, dyc, S_out, wc, m))
       return;
-    float* dxc = dx_dense ? dx_dense + at : slot0 + current_slot(b.slots) * stride + m * S_out + S_in;
+    float* dxc =
+        dx_dense ? dx_dense + at : slot0 + current_slot(b.slots) * stride + m * S_out + S_in;
     if (!data_plane_fast(g, dxc, dyc, wc, m)) {
       for (int64_t i = 0; i < S_in; ++i) dxc[i] = 0.0f;
       for (int64_t j = 0; j < m; ++j) {

@@ -57,8 +57,8 @@ bool dw_plane_backward_data_avx2(const ConvGeometry& g, float* dx, const float* 
                                  int64_t dy_stride, const float* w, int64_t m);
 // dw_plane_backward_data_avx2 with each dx row rounded to fp16 (`bf16` false) or bf16 as it is
 // stored, bit for bit what narrow16 of the fp32 plane gives: a 16-bit dx written in place.
-bool dw_plane_backward_data16_avx2(const ConvGeometry& g, bool bf16, uint16_t* dx,
-                                   const float* dy, int64_t dy_stride, const float* w, int64_t m);
+bool dw_plane_backward_data16_avx2(const ConvGeometry& g, bool bf16, uint16_t* dx, const float* dy,
+                                   int64_t dy_stride, const float* w, int64_t m);
 
 // Whether the direct kernels apply (every input channel is its own group's only channel).
 inline bool use_depthwise(const ConvGeometry& g) {

@@ -302,8 +302,8 @@ bool dw_plane_backward_data_avx2(const ConvGeometry& g, float* dx, const float* 
   return backward_data(g, OutKind::kF32, dx, dy, dy_stride, w, m);
 }
 
-bool dw_plane_backward_data16_avx2(const ConvGeometry& g, bool bf16, uint16_t* dx,
-                                   const float* dy, int64_t dy_stride, const float* w, int64_t m) {
+bool dw_plane_backward_data16_avx2(const ConvGeometry& g, bool bf16, uint16_t* dx, const float* dy,
+                                   int64_t dy_stride, const float* w, int64_t m) {
   return backward_data(g, bf16 ? OutKind::kBF16 : OutKind::kF16, dx, dy, dy_stride, w, m);
 }
 

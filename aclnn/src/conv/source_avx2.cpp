@@ -161,7 +161,8 @@ double convert_sum_kind(const void* src, int64_t n, float* dst) {
     stored16<K>(s, i, n, v);
     for (int h = 0; h < 2; ++h) {
       acc[2 * h] = _mm256_add_pd(acc[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(v[h])));
-      acc[2 * h + 1] = _mm256_add_pd(acc[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(v[h], 1)));
+      acc[2 * h + 1] =
+          _mm256_add_pd(acc[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(v[h], 1)));
       const int64_t rem = n - (i + 8 * h);
       if (rem >= 8) {
         _mm256_storeu_ps(dst + i + 8 * h, rounded<K>(v[h]));
@@ -218,7 +219,8 @@ void transpose_convert_avx2(SrcKind kind, const void* src, int64_t ld_src, int64
 void narrow_avx2(bool bf16, const float* src, int64_t n, uint16_t* dst) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), gemm::narrow8(bf16, _mm256_loadu_ps(src + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     gemm::narrow8(bf16, _mm256_loadu_ps(src + i)));
   if (i == n) return;
   // The tail through 8-element staging copies: nothing read or written past element n - 1.
   alignas(32) float in[8] = {};
