@@ -192,10 +192,10 @@ std::string WeightPlan(const std::string& name, aclDataType dt, int cube = 0) {
 }
 
 // strided_direct's AVX2 cost rules (strided_direct_plan.h, avx2_weight_rules) take unit-stride
-// weight gradients on fp32 planes of at most 32 x 32 (mnist2 14 x 14, grouped 28 x 28) and with
-// fewer than 8 input channels and at least 32 outputs (mnist1: 1 -> 32), and leave larger planes
-// (resnet3x3, 56 x 56) and converted inputs (mnist2 fp16) to grid_direct. The AVX-512 rules
-// prefer it for strided convolutions only.
+// weight gradients on planes of at most 32 x 32 (mnist2 14 x 14, grouped 28 x 28; fp32, fp16 and
+// USE_FP16) and with fewer than 8 input channels and at least 32 outputs (mnist1: 1 -> 32), and
+// leave larger planes (resnet3x3, 56 x 56) to grid_direct. The AVX-512 rules prefer it for
+// strided convolutions only.
 TEST(BenchPlans, StridedDirectWeightRulesFollowTheIsa) {
   if (!acltest::PackedKernelsRun()) GTEST_SKIP() << "no AVX2 or AVX-512 kernels here";
   if (acltest::Avx512Runs()) {  // (what else is planned there is not this test's business)
@@ -208,9 +208,10 @@ TEST(BenchPlans, StridedDirectWeightRulesFollowTheIsa) {
   EXPECT_EQ(WeightPlan("c2d_mnist1", ACL_FLOAT), "strided_direct");
   EXPECT_EQ(WeightPlan("c2d_mnist1", ACL_FLOAT16), "strided_direct");
   EXPECT_EQ(WeightPlan("c2d_first7x7", ACL_FLOAT), "strided_direct");
+  EXPECT_EQ(WeightPlan("c2d_mnist2", ACL_FLOAT16), "strided_direct");
+  EXPECT_EQ(WeightPlan("c2d_mnist2", ACL_FLOAT, 2), "strided_direct");  // USE_FP16: rounded
   EXPECT_EQ(WeightPlan("c2d_resnet3x3", ACL_FLOAT), "grid_direct");
-  EXPECT_EQ(WeightPlan("c2d_mnist2", ACL_FLOAT16), "grid_direct");
-  EXPECT_EQ(WeightPlan("c2d_mnist2", ACL_FLOAT, 2), "grid_direct");  // USE_FP16: rounded
+  EXPECT_EQ(WeightPlan("c2d_resnet3x3", ACL_FLOAT16), "grid_direct");
 }
 
 // The chunked runs compute the right values: outputs of another dtype larger than the 8 MiB

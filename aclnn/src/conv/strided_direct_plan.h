@@ -48,11 +48,10 @@ inline void channel_rules(Fit& f, const ConvGeometry& g) {
 // The weight gradient's rules on AVX2 CPUs, which replace the two above there: measured on an
 // AVX2-only Zen 3 against the planner's former choice, the weight gradient alone at 1 and 2
 // threads (see the commit), strided_direct also wins
-//   - at unit stride on output planes of at most 32 x 32 positions read as stored (fp32), against
-//     grid_direct: 7 x 7 to 32 x 32 with 16-64 channels 2-10% faster (mnist2 5%, grouped 8%);
-//     40 x 40 level, 56 x 56 2-13% slower (resnet3x3, dilated), 3-d video level, so neither is
-//     taken; 16-bit and rounded inputs stay with grid_direct, which converts dy inside the
-//     transpose it makes anyway (grouped fp16 and USE_FP16: 1.5% slower here);
+//   - at unit stride on output planes of at most 32 x 32 positions, against grid_direct: 7 x 7 to
+//     32 x 32 with 16-64 channels 2-10% faster (mnist2 5%, grouped 8%; fp16 and USE_FP16, which
+//     it converts as it transposes: grouped 14%, mnist2 5%); 40 x 40 level, 56 x 56 2-13% slower
+//     (resnet3x3, dilated), 3-d video level, so neither is taken;
 //   - with fewer than 8 input channels per group when at least 32 output channels fill its tiles,
 //     against grid_gemm: 10-40% faster (mnist1 28%, 3 -> 32 at 112 x 112 35%; first7x7, strided
 //     and against grid_direct, 4%); with 16 outputs, 1 -> 16 at 64 x 64 k5 was 22% slower.
@@ -60,7 +59,7 @@ inline void channel_rules(Fit& f, const ConvGeometry& g) {
 inline void avx2_weight_rules(Fit& f, const Problem& p) {
   const ConvGeometry& g = p.g;
   const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
-  const bool small_plane = !p.converts && g.out[0] == 1 && g.out[1] * g.out[2] <= 32 * 32;
+  const bool small_plane = g.out[0] == 1 && g.out[1] * g.out[2] <= 32 * 32;
   f.preferred = false;
   if (p.macs() < kMinMacs) {
     f.reason = "below 4M multiply-adds";
@@ -73,8 +72,8 @@ inline void avx2_weight_rules(Fit& f, const Problem& p) {
   } else {
     f.preferred = strided || small_plane;
     f.reason = strided       ? "strided: the input read at its own resolution"
-               : small_plane ? "unit stride, fp32 output planes of at most 32 x 32"
-                             : "unit stride: grid_direct (planes above 32 x 32, or converted)";
+               : small_plane ? "unit stride, output planes of at most 32 x 32"
+                             : "unit stride on planes above 32 x 32: grid_direct";
   }
 }
 
