@@ -1,5 +1,7 @@
 #include "support/acl_test_util.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -448,8 +450,10 @@ bool PackedKernelsRun() {
   __builtin_cpu_init();
   const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
   if (cap && std::string(cap) == "none") return false;
-  return Avx512Runs() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c"));
+  // F16C from CPUID leaf 1 (clang's __builtin_cpu_supports does not know "f16c").
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  return Avx512Runs() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c);
 }
 
 }  // namespace acltest
