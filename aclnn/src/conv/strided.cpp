@@ -244,19 +244,6 @@ void unpack(const T* src, const View5& view) {
   });
 }
 
-// Two zmm of doubles on AVX-512 (picked at load time): ~16x faster than one serial chain of double
-// additions, which made gradBias a sizeable part of a whole backward.
-ACLNN_CLONES_SIMD double sum_run_f32(const float* __restrict p, int64_t n) {
-  double lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; ++l) lanes[l] += static_cast<double>(p[i + l]);
-  for (int l = 0; i < n; ++i, ++l) lanes[l] += static_cast<double>(p[i]);
-  double acc = 0.0;
-  for (int l = 0; l < 16; ++l) acc += lanes[l];
-  return acc;
-}
-
 // acc[i] += p[i] for i < n (double accumulators, lane-wise: vectorizes without reassociation).
 ACLNN_CLONES_SIMD void add_run_f32(double* __restrict acc, const float* __restrict p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[i]);

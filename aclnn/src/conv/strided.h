@@ -56,6 +56,7 @@ void channel_sum(const View5& src, T* out);
 void add_run_f32(double* acc, const float* p, int64_t n);
 // sum of p[i] for i < n in double: 16 lanes added element-wise, then the lanes in order
 // (deterministic for a given n; the gradBias sums of channel_sum and the fused depthwise pass).
+// Defined in source.cpp, beside Source::convert_sum, which sums in the same order.
 double sum_run_f32(const float* p, int64_t n);
 
 // buf[n, c, s] += bias[c] for a dense [N, C, S] buffer.
