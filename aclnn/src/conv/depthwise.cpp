@@ -132,6 +132,15 @@ bool data_plane_fast(const ConvGeometry& g, float* dx, const float* dy, const fl
          dw_plane_backward_data_avx2(g, dx, dy, g.out_size(), w, m);
 }
 
+// A dense 16-bit dx plane straight from the AVX2 kernel, rounded as each row is stored, where it
+// applies (true: dx written); the AVX-512 kernel stores fp32 rows only (false: the caller
+// computes an fp32 plane and narrows it).
+bool data_plane16_fast(const ConvGeometry& g, bool bf16, uint16_t* dx, const float* dy,
+                       const float* w, int64_t m) {
+  return gemm::isa() == gemm::Isa::kAvx2 &&
+         dw_plane_backward_data16_avx2(g, bf16, dx, dy, g.out_size(), w, m);
+}
+
 // total[q] += every tap's weight-gradient sum over one plane pair with the AVX-512 or AVX2 kernel
 // that shares dy loads between the taps of a kernel row, where it applies (true: added).
 bool tap_sums_fast(const ConvGeometry& g, const float* dy, const float* x, double* total) {
@@ -282,7 +291,6 @@ struct FusedPass {
   bool bf16_dot = false;              // bf16 x and dy: the tap sums take them as stored
   float* dx_dense = nullptr;          // dx as a dense fp32 tensor, or null
   int64_t dx_bytes = 0;               // a dense dx written from the slot: its element bytes
-  bool narrow_in_kernel = false;      // a 16-bit dx: the AVX2 kernel rounds its rows as it stores
 
   // The next sample's planes lie C_in (C_out) planes further: each a short stream the hardware
   // prefetcher would only catch up with midway, so fetch them while this one runs. Only where
@@ -325,9 +333,7 @@ struct FusedPass {
     const float* wc = w + c * m * K;
     auto* dx16 = reinterpret_cast<uint16_t*>(b.dx->origin()) + at;  // (used where dx_bytes == 2)
     const bool bf16 = b.dx->dtype == ACL_BF16;
-    if (dx_bytes == 2 && narrow_in_kernel &&
-        dw_plane_backward_data16_avx2(g, bf16, dx16, dyc, S_out, wc, m))
-      return;
+    if (dx_bytes == 2 && data_plane16_fast(g, bf16, dx16, dyc, wc, m)) return;
     float* dxc =
         dx_dense ? dx_dense + at : slot0 + current_slot(b.slots) * stride + m * S_out + S_in;
     if (!data_plane_fast(g, dxc, dyc, wc, m)) {
@@ -387,7 +393,6 @@ void depthwise_backward(const ConvGeometry& g, const DwBackward& b) {
   // (fetching an fp32 dx written in place ahead measured no gain)
   f.dx_bytes = !f.dx_dense && b.dx->contiguous() ? int64_t(dtype_size(b.dx->dtype)) : 0;
   f.ahead = gemm::isa() >= gemm::Isa::kAvx512;
-  f.narrow_in_kernel = gemm::isa() == gemm::Isa::kAvx2;  // (the AVX-512 kernel stores fp32 rows)
   parallel(g.C_in, [&](int64_t c) {
     double total[kDepthwiseTapGroup], bias[kDepthwiseTapGroup];
     std::fill(total, total + m * K, 0.0);
