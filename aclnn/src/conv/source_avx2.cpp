@@ -124,11 +124,23 @@ void with_kind(SrcKind kind, F&& f) {
 
 // Short runs are the common call (one padded-grid row of a few dozen elements a call): a tail
 // of a run of 8 or more is its last 8 elements again (the overlap is stored twice with the same
-// values), else one masked load and store.
+// values), else one masked load and store. Whole planes: 16 elements a step, kAhead fetched.
+// How far ahead of the loads a long run is fetched into L1, in bytes. A plane read from memory
+// is a new stream the hardware prefetcher ramps up on only after a few misses, and the
+// conversion loop has no compute to hide them behind: with 1 KB (2 KB: level, 512 B and 4 KB:
+// 2-5% less) the depthwise USE_FP16 call ran 5.9% faster (Zen 3, 2 threads), the 16-bit calls
+// of the other bench cases level to +3%. (A prefetch never faults past the end of a run.)
+constexpr int64_t kAhead = 1024;
+
 template <SrcKind K>
 void convert_kind(const void* src, int64_t n, float* dst) {
   const char* s = static_cast<const char*>(src);
   int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm_prefetch(s + i * kBytes<K> + kAhead, _MM_HINT_T0);
+    _mm256_storeu_ps(dst + i, load8<K>(s + i * kBytes<K>));
+    _mm256_storeu_ps(dst + i + 8, load8<K>(s + (i + 8) * kBytes<K>));
+  }
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8<K>(s + i * kBytes<K>));
   if (i == n) return;
   if (n >= 8) {
@@ -158,6 +170,7 @@ double convert_sum_kind(const void* src, int64_t n, float* dst) {
                     _mm256_setzero_pd()};
   for (int64_t i = 0; i < n; i += 16) {
     __m256 v[2];
+    _mm_prefetch(s + i * kBytes<K> + kAhead, _MM_HINT_T0);
     stored16<K>(s, i, n, v);
     for (int h = 0; h < 2; ++h) {
       acc[2 * h] = _mm256_add_pd(acc[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(v[h])));
