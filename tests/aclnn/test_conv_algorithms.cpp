@@ -48,18 +48,16 @@ std::string ExpectedIsa() {
   std::string isa = __builtin_cpu_supports("avx512f")                                 ? "avx512"
                     : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "avx2"
                                                                                       : "none";
-  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
-  if (cap && std::string(cap) == "avx2" && isa == "avx512") isa = "avx2";
-  if (cap && std::string(cap) == "none") isa = "none";
+  if (acltest::IsaCap() == "avx2" && isa == "avx512") isa = "avx2";
+  if (acltest::IsaCap() == "none") isa = "none";
   return isa;
 }
 
 // Whether ACLNN_CPU_MAX_ISA=avx2 is set on a CPU without AVX-512 (the default run already
 // covers that).
 bool CapChangesNothing() {
-  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
   __builtin_cpu_init();
-  return cap && std::string(cap) == "avx2" && !__builtin_cpu_supports("avx512f");
+  return acltest::IsaCap() == "avx2" && !__builtin_cpu_supports("avx512f");
 }
 
 // Whether ACLNN_CPU_BF16_DOT=1 is set on a CPU without AVX512_BF16, where the dot kernels cannot

@@ -305,12 +305,11 @@ TEST(GemmDispatch, Fp16OperandsRoundOrAreRefused) {
 
 // The dispatch: isa() is the widest set this CPU runs, within ACLNN_CPU_MAX_ISA.
 TEST(GemmDispatch, IsaMatchesCpuAndCap) {
-  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
   gemm::Isa want = RunsHere(Kernel::kAvx512) ? gemm::Isa::kAvx512
                    : RunsHere(Kernel::kAvx2) ? gemm::Isa::kAvx2
                                              : gemm::Isa::kNone;
-  if (cap && std::string(cap) == "avx2" && want > gemm::Isa::kAvx2) want = gemm::Isa::kAvx2;
-  if (cap && std::string(cap) == "none") want = gemm::Isa::kNone;
+  if (acltest::IsaCap() == "avx2" && want > gemm::Isa::kAvx2) want = gemm::Isa::kAvx2;
+  if (acltest::IsaCap() == "none") want = gemm::Isa::kNone;
   EXPECT_EQ(gemm::isa(), want) << gemm::isa_name(gemm::isa());
   EXPECT_EQ(gemm::pack_elems() > 0, want != gemm::Isa::kNone);
 }

@@ -438,18 +438,21 @@ CallResult RunTwoPhase(const PlanFn& plan, LaunchFn launch, aclrtStream stream) 
   return r;
 }
 
+std::string IsaCap() {
+  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
+  return cap ? cap : "";
+}
+
 bool Avx512Runs() {
   __builtin_cpu_init();
-  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
-  const bool capped = cap && (std::string(cap) == "avx2" || std::string(cap) == "none");
+  const bool capped = IsaCap() == "avx2" || IsaCap() == "none";
   const char* no512 = std::getenv("ACLNN_CPU_NO_AVX512");
   return __builtin_cpu_supports("avx512f") && !capped && !(no512 && no512[0] == '1');
 }
 
 bool PackedKernelsRun() {
   __builtin_cpu_init();
-  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
-  if (cap && std::string(cap) == "none") return false;
+  if (IsaCap() == "none") return false;
   // F16C from CPUID leaf 1 (clang's __builtin_cpu_supports does not know "f16c").
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;

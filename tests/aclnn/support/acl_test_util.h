@@ -54,6 +54,8 @@ double UlpOf(double x, aclDataType dtype);
 size_t DtypeBytes(aclDataType dtype);  // 1, 2, 4 or 8 for the float dtypes (8-bit included)
 std::string DtypeName(aclDataType dtype);
 std::string ShapeStr(const std::vector<int64_t>& shape);
+// ACLNN_CPU_MAX_ISA as set ("avx2", "none"), or "" where it is not set.
+std::string IsaCap();
 // Whether libaclnn's AVX-512 kernels run here: the CPU has AVX-512 and neither
 // ACLNN_CPU_MAX_ISA (avx2, none) nor ACLNN_CPU_NO_AVX512=1 caps them.
 bool Avx512Runs();
