@@ -87,11 +87,15 @@ inline void store_row(void* out, int64_t at, int64_t cols, const __m256 (&acc)[N
 }
 
 // Each output row (NV vectors) summed in registers over the m input planes and every tap, then
-// stored once.
+// stored once. A function of its own for each instantiation: inlined into correlate_plane's
+// dispatch, the bf16 rows kept an accumulator on the stack and each of its FMAs waited on a store
+// to it (perf annotate). Apart: bf16 dx +8-9%, fp16 +3-4%, fp32 level to -1.5% (c2d_depthwise,
+// Zen 3, 1 and 2 threads; applying it to the 16-bit kinds alone or to correlate_nv moved the
+// other instantiations' code and cost every kind 1-9%).
 template <OutKind kOut, int NV, bool kInnerFull>
-void correlate_rows(const Correlation& c, void* out, const float* in, int64_t in_stride,
-                    const float* w, int64_t m, const Lanes (*lanes)[kMaxVectors],
-                    const int64_t* offw) {
+[[gnu::noinline]] void correlate_rows(const Correlation& c, void* out, const float* in,
+                                      int64_t in_stride, const float* w, int64_t m,
+                                      const Lanes (*lanes)[kMaxVectors], const int64_t* offw) {
   const int64_t K = c.k[0] * c.k[1] * c.k[2];
   for (int64_t od = 0; od < c.out[0]; ++od)
     for (int64_t oh = 0; oh < c.out[1]; ++oh) {
