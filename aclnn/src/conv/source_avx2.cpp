@@ -122,9 +122,6 @@ void with_kind(SrcKind kind, F&& f) {
   }
 }
 
-// Short runs are the common call (one padded-grid row of a few dozen elements a call): a tail
-// of a run of 8 or more is its last 8 elements again (the overlap is stored twice with the same
-// values), else one masked load and store. Whole planes: 16 elements a step, kAhead fetched.
 // How far ahead of the loads a long run is fetched into L1, in bytes. A plane read from memory
 // is a new stream the hardware prefetcher ramps up on only after a few misses, and the
 // conversion loop has no compute to hide them behind: with 1 KB (2 KB: level, 512 B and 4 KB:
@@ -132,6 +129,9 @@ void with_kind(SrcKind kind, F&& f) {
 // of the other bench cases level to +3%. (A prefetch never faults past the end of a run.)
 constexpr int64_t kAhead = 1024;
 
+// Short runs are the common call (one padded-grid row of a few dozen elements a call): a tail
+// of a run of 8 or more is its last 8 elements again (the overlap is stored twice with the same
+// values), else one masked load and store. Long runs: 16 elements a step, kAhead fetched.
 template <SrcKind K>
 void convert_kind(const void* src, int64_t n, float* dst) {
   const char* s = static_cast<const char*>(src);
