@@ -313,34 +313,33 @@ void for_block_runs(const ConvGeometry& g, int64_t od, int64_t o1, int64_t rows,
     call(r, 0, WeightRuns{std::min(per_call, rows - r), n, pitch, od, o1 + r, 0});
 }
 
-// The next sample's fp32 dy of a task (its Cog planes, one run), asked for a slice at a time
-// before each kernel call of the current sample on the AVX2 path, so that its transposes find it
-// in cache. Only where each dy element takes at most kDyAheadMaxWork multiply-adds: there the
-// pass waits on dy's streams (32 channels of short rows). MNIST's first layer (1 -> 32, 3 x 3,
+// Kernel calls for_block_runs makes over output rows [o1, o1 + rows) of a plane.
+int64_t block_calls(const ConvGeometry& g, int64_t o1, int64_t rows, int64_t positions,
+                    int64_t pitch) {
+  int64_t calls = 0;
+  for_block_runs(g, 0, o1, rows, positions, pitch,
+                 [&](int64_t, int64_t, const WeightRuns&) { ++calls; });
+  return calls;
+}
+
+// On the AVX2 path, the next sample's fp32 dy of a task (its Cog planes, one run) asked for over
+// the current sample's kernel calls (false: not asked for), so that its transposes find it in
+// cache. Only where each dy element takes at most kDyAheadMaxWork multiply-adds: there the pass
+// waits on dy's streams (32 channels of short rows). MNIST's first layer (1 -> 32, 3 x 3,
 // 28 x 28, batch 128, in a training step: dy from memory), Zen 3, 2 threads: 1.80 -> 1.44 ms;
 // its second (32 -> 64, 288 per element), asked for too: 5.40 -> 5.49 ms.
 constexpr int64_t kDyAheadMaxWork = 64;
-struct DyAhead {
-  const char* at = nullptr;
-  int64_t left = 0, slice = 0;  // bytes
-
-  DyAhead(const ConvGeometry& g, const Frame& f, int64_t nc, const Source& next) {
-    if (!next.data || next.kind != SrcKind::kF32 || nc * g.k_size() > kDyAheadMaxWork) return;
-    int64_t calls = 0;
-    for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows)
-      for_block_runs(g, 0, o1, std::min(f.rows, g.out[1] - o1), kCallPositions, f.pitch,
-                     [&](int64_t, int64_t, const WeightRuns&) { ++calls; });
-    at = static_cast<const char*>(next.data);
-    left = g.cout_g() * g.out_size() * 4;
-    slice = (ceil_div(left, std::max<int64_t>(1, calls * g.out[0])) + 63) / 64 * 64;
-  }
-  void step() {
-    if (left <= 0) return;
-    const int64_t n = std::min(slice, left);
-    prefetch_bytes(at, n);
-    at += n, left -= n;
-  }
-};
+bool next_dy_ahead(const ConvGeometry& g, const Frame& f, int64_t nc, const float* next,
+                   WeightAhead& a) {
+  if (!next || nc * g.k_size() > kDyAheadMaxWork) return false;
+  a.at[0] = reinterpret_cast<const char*>(next);
+  a.count[0] = 1, a.bytes[0] = g.cout_g() * g.out_size() * 4;
+  int64_t calls = 0;
+  for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows)
+    calls += block_calls(g, o1, std::min(f.rows, g.out[1] - o1), kCallPositions, f.pitch);
+  spread_ahead(a, calls * g.out[0]);
+  return true;
+}
 
 // A weight task's scratch on the in-place path (AVX-512): dy_t [rows * out[2]][m16], dwt
 // [K, nc, m16]; converting: x_s (slab_elems), dy_b [Cog][rows * out[2]] and the taps' x_s
@@ -371,12 +370,9 @@ void in_place_block(const ConvGeometry& g, const Frame& f, const Source& dy, con
     xoff = ws.xoff;
   }
   const InPlaceX xl = slab ? slab_layout(g, f) : in_place_layout(g);
-  if (ahead) {  // its lines spread over the block's register tiles
-    int64_t calls = 0;
-    for_block_runs(g, od, o1, r, kCallPositionsInPlace, g.out[2],
-                   [&](int64_t, int64_t, const WeightRuns&) { ++calls; });
-    spread_ahead(*ahead, calls * weight_tiles_in_place(f.m16, nc, K));
-  }
+  if (ahead)  // its lines spread over the block's register tiles
+    spread_ahead(*ahead, block_calls(g, o1, r, kCallPositionsInPlace, g.out[2]) *
+                             weight_tiles_in_place(f.m16, nc, K));
   const float* xs = static_cast<const float*>(x.data);
   for_block_runs(g, od, o1, r, kCallPositionsInPlace, g.out[2],
                  [&](int64_t i, int64_t j, const WeightRuns& runs) {
@@ -458,7 +454,8 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
                             xoff, box, ws);
             continue;
           }
-          DyAhead ahead(g, f, nc, n + 1 < n1 ? dy_of(n + 1) : Source{});
+          WeightAhead ahead;
+          const bool ask = n + 1 < n1 && next_dy_ahead(g, f, nc, f32_data(dy_of(n + 1)), ahead);
           for (int64_t od = 0; od < g.out[0]; ++od)
             for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
               const int64_t r = std::min(f.rows, g.out[1] - o1);
@@ -466,7 +463,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
               build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
               for_block_runs(g, od, o1, r, kCallPositions, f.pitch,
                              [&](int64_t i, int64_t j, const WeightRuns& runs) {
-                               ahead.step();
+                               if (ask) ahead.ask();
                                direct_grid_weight(f.m16, nc, K, off, box, x_t + i * xrow + j * ldx,
                                                   ldx, dy_t + (i * f.pitch + j) * f.m16, f.m16,
                                                   runs, dwt);

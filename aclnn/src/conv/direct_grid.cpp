@@ -1,6 +1,7 @@
 // The dispatch of the fp32 direct grid kernels (direct_grid.h) to their AVX-512 or AVX2 bodies,
 // by gemm::isa().
 #include "conv/direct_grid.h"
+#include "conv/source.h"
 
 #include "gemm/sgemm.h"
 
@@ -27,7 +28,8 @@ void direct_transpose(const float* src, int64_t ld_src, int64_t rows, int64_t co
                       int64_t ld_dst, int64_t width) {
   if (gemm::have_avx512())
     return direct_transpose_avx512(src, ld_src, rows, cols, dst, ld_dst, width);
-  direct_transpose_avx2(src, ld_src, rows, cols, dst, ld_dst, width);
+  // (AVX2: the fp32 case of the converting transpose, the same 8 x 8 register blocks)
+  transpose_convert_avx2(SrcKind::kF32, src, ld_src, rows, cols, dst, ld_dst, width);
 }
 
 }  // namespace aclnn_cpu::conv

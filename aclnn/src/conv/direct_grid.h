@@ -189,8 +189,6 @@ void direct_transpose(const float* src, int64_t ld_src, int64_t rows, int64_t co
                       int64_t ld_dst, int64_t width);
 void direct_transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
                              float* dst, int64_t ld_dst, int64_t width);
-void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
-                           int64_t ld_dst, int64_t width);
 // direct_transpose_avx512 that also adds each source row into sums: sums[r] += sum_{c < cols}
 // src[r * ld_src + c] for r < rows, in double (16 columns at a time in fp32, ~4 roundings deep):
 // the weight gradient's gradBias, summed from dy as the transpose reads it.

@@ -250,26 +250,6 @@ void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* o
   }
 }
 
-void direct_transpose_avx2(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
-                           int64_t ld_dst, int64_t width) {
-  for (int64_t r0 = 0; r0 < width; r0 += 8) {
-    for (int64_t c0 = 0; c0 < cols; c0 += 8) {
-      const __m256i cm = gemm::first_lanes8(cols - c0);
-      const bool full = cols - c0 >= 8;
-      __m256 v[8];
-      for (int i = 0; i < 8; ++i) {
-        const float* p = src + (r0 + i) * ld_src + c0;
-        v[i] = r0 + i >= rows ? _mm256_setzero_ps()
-               : full         ? _mm256_loadu_ps(p)
-                              : _mm256_maskload_ps(p, cm);
-      }
-      gemm::transpose8(v);
-      const int64_t n = min64(8, cols - c0);
-      for (int64_t i = 0; i < n; ++i) _mm256_store_ps(dst + (c0 + i) * ld_dst + r0, v[i]);
-    }
-  }
-}
-
 }  // namespace aclnn_cpu::conv
 
 #include "gemm/target_end.h"
