@@ -172,10 +172,8 @@ const float* DwInput::get(int64_t at, int64_t n) const {
 }
 
 const float* DwInput::get_summing(int64_t at, int64_t plane, int64_t planes, double* sums) const {
-  if (f32) {
-    for (int64_t j = 0; j < planes; ++j) sums[j] += sum_run_f32(f32 + at + j * plane, plane);
-    return f32 + at;
-  }
+  if (f32)
+    throw std::logic_error("DwInput::get_summing: an fp32 input is read in place, not converted");
   float* buf = slots + current_slot(nslots) * slot_elems;
   for (int64_t j = 0; j < planes; ++j)
     sums[j] += src.at(at + j * plane).convert_sum(plane, buf + j * plane);

@@ -82,8 +82,9 @@ struct DwInput {
   int nslots = 1;
   // Elements [at, at + n) as fp32 (n <= slot_elems for a converted input).
   const float* get(int64_t at, int64_t n) const;
-  // get(at, planes * plane), adding the sum of plane j's values as stored (before rounding) to
-  // sums[j], in the same pass where the input is converted.
+  // get(at, planes * plane) of a converted input (`src`), adding the sum of plane j's values as
+  // stored (before rounding) to sums[j] in the same pass. An fp32 input is summed by the caller
+  // after the kernels instead, when it is hot (FusedPass::sample).
   const float* get_summing(int64_t at, int64_t plane, int64_t planes, double* sums) const;
 };
 inline DwInput dw_fp32(const float* data) {
