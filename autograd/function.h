@@ -60,6 +60,14 @@ inline bool any_requires_grad(std::initializer_list<Tensor> inputs) {
   return any_requires_grad(std::span<const Tensor>(inputs.begin(), inputs.size()));
 }
 
+/// A buffer for a gradient computed elementwise from g (same shape and dtype): g itself when no
+/// one else can see it (this handle is the only owner of g and of its storage, which Storage
+/// allocated; g is contiguous, does not require grad, has no autograd state, and grad mode is
+/// off), else a new uninitialised tensor. Backward kernels whose element i reads only element i
+/// of g may write their result into g's buffer this way and spare the memory traffic of a new
+/// one (relu's, batch_norm's).
+Tensor gradient_buffer(const Tensor& g);
+
 /// A new node T(args...) wired to the given forward inputs (one edge and one TensorMeta per
 /// input, in order; undefined tensors allowed for optional inputs), or nullptr when nothing
 /// needs recording.

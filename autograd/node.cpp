@@ -139,6 +139,15 @@ bool any_requires_grad(std::span<const Tensor> inputs) {
   return false;
 }
 
+Tensor gradient_buffer(const Tensor& g) {
+  // One handle on the impl (the caller's) and one impl on the storage: nothing else, no view and
+  // no saved tensor, can read the buffer after the caller is done with g.
+  const bool reusable = !GradMode::is_enabled() && g.use_count() == 1 &&
+                        g.storage().use_count() == 1 && g.storage().is_allocated() &&
+                        g.is_contiguous() && !g.requires_grad() && g.autograd_meta() == nullptr;
+  return reusable ? g : empty(g.sizes(), g.dtype());
+}
+
 Edge gradient_edge(const Tensor& t) {
   AutogradMetaImpl* meta = meta_of(t);
   if (meta != nullptr && meta->grad_fn) return Edge{meta->grad_fn, meta->output_nr};

@@ -161,7 +161,7 @@ struct ReluBackward final : Node {
     const Tensor yv = saved(y);
     if (GradMode::is_enabled()) return {masked_fill(g, le(yv, 0), 0)};
     kernels::check_same_dtype("relu_backward", g, yv);
-    Tensor dx = empty(g.sizes(), g.dtype());
+    Tensor dx = autograd::gradient_buffer(g);  // (g's own buffer when no one else sees it)
     dispatch_floating_dtype(g.dtype(), "relu_backward", [&]<typename T>() {
       using C = kernels::compute_t<T>;
       const T zero = convert<T>(0.0);

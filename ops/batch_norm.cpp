@@ -225,12 +225,13 @@ struct BatchNormBackward final : Node {
 
   // The formulas of batch_norm.h with one pass for the sums Σg, Σg x̂ and one for dx.
   tensor_list fused(const Tensor& g_in) {
+    // dx element i reads g element i only (after the sums pass): it may take g's buffer.
+    Tensor dx = needs_grad(0) ? autograd::gradient_buffer(g_in) : Tensor();
     const Tensor xv = saved(x).contiguous(), g = g_in.contiguous();
     const ChannelGeometry geo = geometry_of(xv);
     const std::vector<double> wv =
         has_weight ? channel_values(saved(w), geo.C, 1) : std::vector<double>(geo.C, 1.0);
     std::vector<double> sum_g(geo.C), sum_gx(geo.C);
-    Tensor dx = needs_grad(0) ? empty(xv.sizes(), xv.dtype()) : Tensor();
     dispatch_floating_dtype(xv.dtype(), "batch_norm", [&]<typename T>() {
       const T* xp = xv.data_ptr<T>();
       const T* gp = g.data_ptr<T>();

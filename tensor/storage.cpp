@@ -113,6 +113,7 @@ BlockCache& block_cache() {
 Storage Storage::allocate(size_t nbytes) {
   Storage s;
   s.impl_ = std::make_shared<Impl>();
+  s.impl_->allocated = true;
   if (nbytes == 0) return s;
   // At least a whole number of cache lines so vector loops may read the tail line safely.
   check(nbytes <= SIZE_MAX / 2, "Storage::allocate: ", nbytes, " bytes is too large");

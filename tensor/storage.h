@@ -56,6 +56,9 @@ class Storage {
   /// True when both handles refer to the same buffer object.
   bool is_same(const Storage& other) const { return impl_ == other.impl_; }
   long use_count() const { return impl_.use_count(); }
+  /// True when the buffer came from allocate() (false: memory wrapped from elsewhere, which its
+  /// owner may still read or write).
+  bool is_allocated() const { return impl_ && impl_->allocated; }
 
  private:
   struct Impl {
@@ -64,6 +67,7 @@ class Storage {
     std::function<void(void*)> deleter;
     std::shared_ptr<const void> keep_alive;
     std::atomic<uint64_t> version{0};
+    bool allocated = false;  // by allocate()
     ~Impl() {
       if (deleter) deleter(data);
     }

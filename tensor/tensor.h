@@ -50,6 +50,8 @@ class Tensor {
   bool defined() const { return impl_ != nullptr; }
   /// The impl, for identity (e.g. autograd graph keys); nullptr when undefined.
   TensorImpl* impl() const { return impl_.get(); }
+  /// Handles sharing this tensor's impl, this one included (0 when undefined).
+  long use_count() const { return impl_.use_count(); }
 
   // ---- metadata ----
   const Layout& layout() const { return get().layout; }

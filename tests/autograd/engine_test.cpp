@@ -357,6 +357,35 @@ TEST(EngineGrad, SeveralOutputsAndGradOutputs) {
 
 constexpr int kChain = 100000;
 
+TEST(GradientBuffer, ReusesOnlyADenseBufferNoOneElseSees) {
+  auto reused = [](const Tensor& g) { return autograd::gradient_buffer(g).impl() == g.impl(); };
+  NoGradGuard no_grad;
+  EXPECT_TRUE(reused(ones({2, 3})));  // a temporary: the argument is its only handle
+  const Tensor fresh = ones({2, 3});
+  EXPECT_TRUE(reused(fresh));
+  const Tensor other_handle = fresh;  // a second handle on the impl
+  EXPECT_FALSE(reused(fresh));
+  const Tensor viewed = ones({2, 3});
+  const Tensor view = viewed.view({3, 2});  // a second impl on the storage
+  EXPECT_FALSE(reused(viewed));
+  EXPECT_FALSE(reused(view));
+  EXPECT_FALSE(reused(ones({2, 3}).t()));  // the storage's only view, but not contiguous
+  double user_memory[6] = {1, 2, 3, 4, 5, 6};
+  EXPECT_FALSE(reused(Tensor::make(Storage::wrap(user_memory, sizeof user_memory),
+                                   Layout::contiguous({2, 3}), Dtype::Float64)));
+  EXPECT_FALSE(reused(ones({2, 3}).requires_grad_()));  // autograd state
+  {
+    EnableGradGuard grad;  // create_graph: the gradient may be part of a graph
+    EXPECT_FALSE(reused(ones({2, 3})));
+  }
+  // A new buffer has g's shape and dtype.
+  const Tensor g = ones({4, 5}, Dtype::Float32), shared = g;
+  const Tensor buffer = autograd::gradient_buffer(g);
+  EXPECT_EQ(buffer.sizes(), Shape({4, 5}));
+  EXPECT_EQ(buffer.dtype(), Dtype::Float32);
+  EXPECT_FALSE(buffer.shares_storage(g));
+}
+
 TEST(EngineDeep, A100kOpChainBackpropagatesAndIsDestroyedWithoutRecursion) {
   Tensor x = leaf({1}, {});
   Tensor w = leaf({1.00001}, {});

@@ -125,6 +125,7 @@ TEST(Activation, ReluFusedBackwardMatchesReferenceComposedAndThreadCount) {
   for (size_t i = 7; i < xv.size(); i += 59) xv[i] = -0.0;
   for (size_t i = 11; i < xv.size(); i += 61) xv[i] = kNan;
   const Tensor g = uniform_var(shape, -1, 1, 41).detach().to(Dtype::Float32);
+  const std::vector<unsigned char> g_before = testing::bytes_of(g);
   auto run = [&](int threads, bool create_graph) {
     return testing::with_threads(threads, [&] {
       Tensor x = from_vector(xv, shape).to(Dtype::Float32);
@@ -140,8 +141,34 @@ TEST(Activation, ReluFusedBackwardMatchesReferenceComposedAndThreadCount) {
     wrong += got[i] != want || std::signbit(got[i]) != std::signbit(want);
   }
   EXPECT_EQ(wrong, 0) << "of " << xv.size();
+  EXPECT_EQ(testing::bytes_of(g), g_before);  // the caller's gradient is not dx's buffer
   EXPECT_EQ(testing::bytes_of(run(1, false)), testing::bytes_of(dx));
   EXPECT_EQ(testing::bytes_of(run(2, true)), testing::bytes_of(dx));
+}
+
+// The gradient reaching relu's backward here is mul's fresh 3 g, which no one else sees: the
+// fused backward writes dx into that buffer (autograd::gradient_buffer). The caller's g and the
+// retained y.grad must stay as they were.
+TEST(Activation, ReluFusedBackwardIntoTheIncomingBufferLeavesOtherTensorsAlone) {
+  const Shape shape{64, 257};
+  std::vector<double> xv = uniform_var(shape, -1, 1, 42).detach().to_vector<double>();
+  for (size_t i = 0; i < xv.size(); i += 31) xv[i] = 0.0;
+  const Tensor g = uniform_var(shape, -1, 1, 43).detach().to(Dtype::Float32);
+  const std::vector<unsigned char> g_before = testing::bytes_of(g);
+  Tensor x = from_vector(xv, shape).to(Dtype::Float32);
+  x.requires_grad_();
+  const Tensor y = relu(x);
+  y.retain_grad();
+  (y * 3.0).backward(g);
+  const std::vector<double> gv = g.to_vector<double>(), dx = x.grad().to_vector<double>();
+  const std::vector<double> dy = y.grad().to_vector<double>();
+  int64_t wrong = 0;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const double g3 = static_cast<double>(static_cast<float>(3.0 * gv[i]));
+    wrong += dx[i] != (xv[i] > 0 ? g3 : 0.0) || dy[i] != g3;
+  }
+  EXPECT_EQ(wrong, 0) << "of " << xv.size();
+  EXPECT_EQ(testing::bytes_of(g), g_before);
 }
 
 TEST(Activation, FusedBackwardsSupportExactlyOneMoreDerivative) {

@@ -185,6 +185,30 @@ TEST(BatchNormBackward, FusedAndDifferentiableBackwardsAgree) {
   }
 }
 
+// Here the gradient reaching batch_norm's backward is mul's fresh 2 g, which the fused backward
+// takes for dx (autograd::gradient_buffer); its results must equal the composed backward's,
+// which allocates, and the caller's g must stay as it was.
+TEST(BatchNormBackward, FusedIntoTheIncomingBufferMatchesComposed) {
+  for (Dtype dt : {Dtype::Float64, Dtype::Float32}) {
+    SCOPED_TRACE(dt == Dtype::Float64 ? "float64" : "float32");
+    const Tensor x = uniform_var({6, 4, 7, 5}, -2, 2, 70).detach().to(dt).requires_grad_();
+    const Tensor w = uniform_var({4}, 0.5, 2, 71).detach().to(dt).requires_grad_();
+    const Tensor b = uniform_var({4}, -1, 1, 72).detach().to(dt).requires_grad_();
+    const Tensor g = uniform_var({6, 4, 7, 5}, -1, 1, 73).detach().to(dt);
+    const std::vector<unsigned char> g_before = testing::bytes_of(g);
+    auto grads = [&](bool create_graph) {
+      const Tensor y = batch_norm(x, Tensor(), Tensor(), w, b, true);
+      return autograd::grad({y * 2.0}, {x, w, b}, {g}, false, create_graph);
+    };
+    const tensor_list fused = grads(false), composed = grads(true);
+    const double tol = dt == Dtype::Float64 ? 1e-12 : 1e-4;
+    for (int i = 0; i < 3; ++i) {
+      expect_tensor(fused[i], composed[i].sizes(), composed[i].to_vector<double>(), tol);
+    }
+    EXPECT_EQ(testing::bytes_of(g), g_before);
+  }
+}
+
 TEST(BatchNormBackward, HandComputedTrainingGradients) {
   // x = [1, 3] (N = 2, C = 1), eps = 0: x̂ = [-1, 1]; with g = [1, 0]:
   // db = 1, dw = -1, dx = w (g - mean(g) - x̂ mean(g x̂)) / sigma = 2 ([0.5, -0.5] - [0.5, -0.5]) =
