@@ -144,8 +144,17 @@ struct DenseMax {
   void four(int64_t first, float* y, int64_t* idx) const requires std::is_same_v<T, float> {
     const float* r = x + first;
     const int64_t s = sw;
+    // Tap k of the four windows: their values in one register. Windows two columns apart with
+    // two columns each (2x2 pooling) read 8 contiguous values per kernel row, column 0 in the
+    // even lanes and column 1 in the odd ones: 2 loads and a shuffle instead of 4 scalar loads.
     auto load = [&](int64_t k) {
       const float* q = r + offset[k];
+      if (KW == 2 && s == 2) {
+        const float* row = q - k % 2;
+        const __m128 lo = _mm_loadu_ps(row), hi = _mm_loadu_ps(row + 4);
+        return k % 2 == 0 ? _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))
+                          : _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+      }
       return _mm_setr_ps(q[0], q[s], q[2 * s], q[3 * s]);
     };
     __m128 best = load(0);
