@@ -44,6 +44,7 @@ Fit plan_forward(const Problem& p) {
   const ConvGeometry& g = p.g;
   f.b.cols = block_size(g.out_size(), pieces_wanted(p));
   f.b.shared_elems = g.groups * gemm::packed_a_elems(g.cout_g(), g.col_rows());
+  f.b.adds_bias = true;
   return f;
 }
 
@@ -71,9 +72,10 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
     const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
     const int64_t j0 = chunk * b.cols, j1 = std::min(S_out, j0 + b.cols);
     const Im2colPanels panels(g, o.x + (n * g.C_in + grp * Cig) * S_in, j0);
+    float* y = o.out + (n * g.C_out + grp * Cog) * S_out + j0;  // [Cog, j1 - j0], ld S_out
     gemm::sgemm_packed(Cog, j1 - j0, rows, o.shared + grp * wpack_g, nullptr, nullptr, &panels,
-                       false, o.out + (n * g.C_out + grp * Cog) * S_out + j0, S_out,
-                       pack_scratch(p, b, o));
+                       false, y, S_out, pack_scratch(p, b, o));
+    if (o.add_bias) add_bias_block(y, S_out, Cog, j1 - j0, o.add_bias + grp * Cog);
   });
 }
 

@@ -76,6 +76,10 @@ struct Blocking {
   // ... from dy as stored, before operand rounding (USE_FP16, HF32): the engine takes those sums
   // under any cubeMathType; without it only where the kernels read dy unrounded.
   bool sums_unrounded = false;
+  // forward: the run adds Operands::add_bias to its outputs, each task to the block it has just
+  // stored (in cache), where the engine would otherwise pass over the whole output once more
+  // (add_channel_bias). The same float additions in the same order: the results are identical.
+  bool adds_bias = false;
 };
 
 // Scratch and operands of one run. Inputs are dense (contiguous) T buffers.
@@ -91,6 +95,9 @@ struct Operands {
   // backward_weight with Blocking::sums_bias: gradBias [C_out] = sum of dy over n and space,
   // written by the run when set (null: the engine sums it itself, or it is not asked for).
   T* bias = nullptr;
+  // forward with Blocking::adds_bias: bias [C_out] to add to every output of its channel (null:
+  // none, or the engine adds it).
+  const T* add_bias = nullptr;
   // bf16 runs: the inputs as dense bf16 bits (x, w, y above are then null).
   const uint16_t* x16 = nullptr;
   const uint16_t* w16 = nullptr;

@@ -171,6 +171,7 @@ class Execution {
     const Choice& c = *p_.choice[static_cast<int>(prim)];
     Operands<T> o;
     o.x = x_, o.w = w_, o.y = y_, o.out = out;
+    if (c.b.adds_bias) o.add_bias = bias_;
     if (!reads_raw(p_, c)) return o;
     o.x = o.w = o.y = nullptr;
     if (c.bf16) {
@@ -202,9 +203,10 @@ class Execution {
     T* out = buffer<T>(out_view, off, ws_);
     if (!out) return finish(out_view, off, out);
     const int64_t chunk = p_.chunk[static_cast<int>(prim)];
+    const bool add_bias = bias_ && !p_.choice[static_cast<int>(prim)]->b.adds_bias;
     if (chunk == 0) {
       run_primitive<T>(api_, p_, prim, ops(prim, out), ws_);
-      if (bias_) add_channel_bias(out, bias_, N, C_out, S_out);
+      if (add_bias) add_channel_bias(out, bias_, N, C_out, S_out);
       return finish(out_view, off, out);
     }
     double ms = 0;  // the runs' time (without the unpacks, like an unchunked run)
@@ -220,7 +222,7 @@ class Execution {
       if (fw && o.xsrc.data) o.xsrc = o.xsrc.at(in_off);
       if (!fw && o.ysrc.data) o.ysrc = o.ysrc.at(in_off);
       ms += run_primitive<T>(api_, p_, prim, o, ws_, false);
-      if (bias_) add_channel_bias(out, bias_, cnt, C_out, S_out);
+      if (add_bias) add_channel_bias(out, bias_, cnt, C_out, S_out);
       View5 part = *out_view;
       part.offset += n0 * part.strides[0];
       part.dims[0] = cnt;
