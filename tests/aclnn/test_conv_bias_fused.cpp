@@ -1,8 +1,8 @@
 // gradBias summed inside the weight gradient (Blocking::sums_bias): grid_direct on AVX-512 adds dy
 // into per-range double sums as its fp32 run transposes dy for the kernel, its bf16 run as it
-// builds its dy pairs; pointwise_gemm (fp32 runs, any ISA) sums each dy block just before its
-// GEMM reads it. The engine then skips its own pass over dy (channel_sum). The plan line of
-// backward_weight says "gradBias summed in this pass".
+// builds its dy pairs; strided_direct on AVX2 sums each transposed dy block; pointwise_gemm (fp32
+// runs, any ISA) sums each dy block just before its GEMM reads it. The engine then skips its own
+// pass over dy (channel_sum). The plan line of backward_weight says "gradBias summed in this pass".
 //
 // These tests force grid_direct (ACLNN_CPU_CONV_ALGO) on shapes that reach every part of that
 // sum: output channels per group not a multiple of 16 (the masked tail of the last vector),
@@ -243,6 +243,34 @@ TEST(ConvBiasFused, PointwiseDeterministicForAGivenThreadCount) {
   ScopedEnv force("ACLNN_CPU_CONV_ALGO", "pointwise_gemm");
   tbb::task_arena arena(3);
   for (const ConvCase& c : PointwiseCases())
+    arena.execute([&] { EXPECT_TRUE(acltest::CheckConvBackwardDeterministic(c)) << c.label; });
+}
+
+// strided_direct's AVX2 weight pass sums each dy block as it lies transposed in dy_t (runs of 16
+// positions in fp32, then double): the grid_direct cases (channel tails, batch ranges, two
+// input-channel blocks of which only the first sums, groups, stride 2, dilation, 3d, a row
+// longer than the 16-position runs), fp32 and fp16 (converted exactly into dy_t); USE_FP16
+// rounds dy in dy_t, so the engine sums it. On AVX-512 the pass does not sum (grid_direct's
+// transpose does there).
+TEST(ConvBiasFused, StridedDirectAvx2MatchesReference) {
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", "strided_direct");
+  for (aclDataType dt : {ACL_FLOAT, ACL_FLOAT16}) {
+    const std::string log = RunAll(CasesIn(dt), /*tight=*/true);
+    const Lines l = Count(log, "strided_direct");
+    EXPECT_GE(l.weight, 4 * int(Cases().size())) << log.substr(0, 2000);
+    if (acltest::Avx512Runs()) {
+      EXPECT_EQ(l.fused, 0) << log.substr(0, 2000);
+    } else {
+      EXPECT_EQ(l.fused, l.weight) << log.substr(0, 2000);
+      EXPECT_GT(l.fused_ranges, 0) << log.substr(0, 2000);
+    }
+  }
+  std::vector<ConvCase> cases = Cases();
+  for (ConvCase& c : cases) c.cube = 2;
+  const std::string log = RunAll(cases, /*tight=*/true);
+  EXPECT_EQ(Count(log, "strided_direct").fused, 0) << log.substr(0, 2000);
+  tbb::task_arena arena(3);
+  for (const ConvCase& c : Cases())
     arena.execute([&] { EXPECT_TRUE(acltest::CheckConvBackwardDeterministic(c)) << c.label; });
 }
 

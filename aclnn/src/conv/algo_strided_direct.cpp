@@ -157,8 +157,11 @@ Fit plan(const Problem& p) {
       fr.dy_elems() + x_t_elems(p, g, fr) + round16(T * fr.cb16 * fr.m16) +
       round16(16 * std::max(g.in[2], g.out[2])) +
       (p.converts && p.avx512() ? slab_elems(g, fr) + dy_block_elems(g, fr) + round16(2 * T) : 0);
-  // x_t offsets (int64), tap boxes, in-place x offsets and slab offsets (int64)
+  // x_t offsets (int64), tap boxes, in-place x offsets and slab offsets (int64), then (AVX2)
+  // gradBias's per-range sums, taken from dy_t as it is built.
+  f.b.sums_bias = !p.avx512();
   f.b.shared_elems = round16(2 * T) + round16(12 * T) + 2 * round16(2 * T);
+  f.b.shared_elems += bias_sums_elems(g, f.b);
   return f;
 }
 
@@ -441,6 +444,8 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         const InPlaceScratch ws{dy_t, dwt, x_s, dy_b,
                                 reinterpret_cast<int64_t*>(dy_b + dy_block_elems(g, f))};
         std::memset(dwt, 0, static_cast<size_t>(K * nc * f.m16) * sizeof(float));
+        // gradBias [Cog] of this range and group (first channel block only; AVX2), or null.
+        double* sums = in_place ? nullptr : task_bias_sums(p, b, o, n0, grp, c0);
         const auto x_of = [&](int64_t n) {
           return o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
         };
@@ -460,6 +465,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             for (int64_t o1 = 0; o1 < g.out[1]; o1 += f.rows) {
               const int64_t r = std::min(f.rows, g.out[1] - o1);
               build_dy_t(g, f, dy, od, o1, r, stage, dy_t);
+              if (sums) channels_last_sums_avx2(dy_t, r, g.out[2], f.pitch, f.m16, Cog, sums);
               build_x_t(g, f, x, nc, od, g.stride[1] * o1 - g.pad_before[1], stage, x_t);
               for_block_runs(g, od, o1, r, kCallPositions, f.pitch,
                              [&](int64_t i, int64_t j, const WeightRuns& runs) {
@@ -476,6 +482,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             for (int64_t q = 0; q < K; ++q)
               dst[oc * rows + c * K + q] = dwt[(q * nc + c) * f.m16 + oc];
       });
+  if (!p.avx512()) finish_bias_sums(p, b, o);
 }
 
 }  // namespace

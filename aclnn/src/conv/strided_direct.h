@@ -29,4 +29,11 @@ void weight_acc_to_dw_avx512(const float* dwt, int64_t K, int64_t nc, int64_t m1
 void positions_to_channels_avx2(const float* src, int64_t ld_src, int64_t n, int64_t m, float* dst,
                                 int64_t ld_dst);
 
+// sums[o] += sum_{r < rows, j < n} t[(r * pitch + j) * m16 + o] for o < cnt: the gradBias of a
+// channels-last dy block (the AVX2 weight pass's dy_t; m16 a multiple of 16), read while it is in
+// cache instead of dy again from memory. Runs of 16 positions of a row are added in fp32 as 4
+// interleaved partial sums, then into double (at most 6 fp32 roundings deep).
+void channels_last_sums_avx2(const float* t, int64_t rows, int64_t n, int64_t pitch, int64_t m16,
+                             int64_t cnt, double* sums);
+
 }  // namespace aclnn_cpu::conv

@@ -106,6 +106,42 @@ void positions_to_channels_avx2(const float* src, int64_t ld_src, int64_t n, int
   }
 }
 
+void channels_last_sums_avx2(const float* t, int64_t rows, int64_t n, int64_t pitch, int64_t m16,
+                             int64_t cnt, double* sums) {
+  constexpr int64_t kRun = 16;             // positions added in fp32 before widening
+  for (int64_t o = 0; o < cnt; o += 16) {  // channels o .. o + 15: one cache line a position
+    __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                      _mm256_setzero_pd()};  // lanes 0-3, 4-7, 8-11, 12-15
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = t + r * pitch * m16 + o;
+      for (int64_t j0 = 0; j0 < n; j0 += kRun) {
+        const int64_t j1 = min64(n, j0 + kRun);
+        __m256 lo[4], hi[4];  // [position % 4]
+        for (int i = 0; i < 4; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+        int64_t j = j0;
+        for (; j + 4 <= j1; j += 4)
+          for (int i = 0; i < 4; ++i) {
+            lo[i] = _mm256_add_ps(lo[i], _mm256_loadu_ps(row + (j + i) * m16));
+            hi[i] = _mm256_add_ps(hi[i], _mm256_loadu_ps(row + (j + i) * m16 + 8));
+          }
+        for (; j < j1; ++j) {
+          lo[0] = _mm256_add_ps(lo[0], _mm256_loadu_ps(row + j * m16));
+          hi[0] = _mm256_add_ps(hi[0], _mm256_loadu_ps(row + j * m16 + 8));
+        }
+        const __m256 l = _mm256_add_ps(_mm256_add_ps(lo[0], lo[1]), _mm256_add_ps(lo[2], lo[3]));
+        const __m256 h = _mm256_add_ps(_mm256_add_ps(hi[0], hi[1]), _mm256_add_ps(hi[2], hi[3]));
+        acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(l)));
+        acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps(l, 1)));
+        acc[2] = _mm256_add_pd(acc[2], _mm256_cvtps_pd(_mm256_castps256_ps128(h)));
+        acc[3] = _mm256_add_pd(acc[3], _mm256_cvtps_pd(_mm256_extractf128_ps(h, 1)));
+      }
+    }
+    alignas(32) double lanes[16];
+    for (int i = 0; i < 4; ++i) _mm256_store_pd(lanes + 4 * i, acc[i]);
+    for (int64_t i = 0; i < min64(16, cnt - o); ++i) sums[o + i] += lanes[i];
+  }
+}
+
 }  // namespace aclnn_cpu::conv
 
 #include "gemm/target_end.h"
