@@ -65,7 +65,8 @@ inline bool any_requires_grad(std::initializer_list<Tensor> inputs) {
 /// allocated; g is contiguous, does not require grad, has no autograd state, and grad mode is
 /// off), else a new uninitialised tensor. Backward kernels whose element i reads only element i
 /// of g may write their result into g's buffer this way and spare the memory traffic of a new
-/// one (relu's, batch_norm's).
+/// one (relu's, batch_norm's). This rests on two rules: the engine runs one node at a time, and
+/// no code keeps a raw pointer into a gradient once its last handle is gone.
 Tensor gradient_buffer(const Tensor& g);
 
 /// A new node T(args...) wired to the given forward inputs (one edge and one TensorMeta per
