@@ -178,9 +178,8 @@ Fit plan(const Problem& p, bool data) {
       span *= first.ax[2].src;
     }
     f.b.slot_elems = round16(4 * g.k[0] * g.k[1]) + round16(first.C * span);
-    // The forward's one pass stores whole output rows: a task's rows are one run per channel.
-    f.b.adds_bias =
-        !data && passes(p, data) == 1 && first.rows() * first.ax[2].dst_size == first.dst_size();
+    // The forward is one pass storing whole output rows: a task's rows are one run per channel.
+    f.b.adds_bias = !data;
   }
   return f;
 }
@@ -303,7 +302,7 @@ void run(const Problem& p, const Blocking& b, const Operands<float>& o, bool dat
       const int64_t r0 = R * blk / nb, r1 = R * (blk + 1) / nb;
       float* dst = o.out + ng * ps.m * ps.dst_size();  // [m, dst_size]
       run_rows(ps, s32, RowMap{base}, ldc, dst, r0, r1, soff, woff, packed + grp * per_group);
-      if (o.add_bias) {  // (Blocking::adds_bias: one pass, rows of ax[2].dst_size positions)
+      if (o.add_bias) {  // (the forward: one pass, rows of ax[2].dst_size positions)
         const int64_t W = ps.ax[2].dst_size;
         add_bias_block(dst + r0 * W, ps.dst_size(), ps.m, (r1 - r0) * W, o.add_bias + grp * ps.m);
       }

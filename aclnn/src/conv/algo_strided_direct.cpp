@@ -444,8 +444,9 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
         const InPlaceScratch ws{dy_t, dwt, x_s, dy_b,
                                 reinterpret_cast<int64_t*>(dy_b + dy_block_elems(g, f))};
         std::memset(dwt, 0, static_cast<size_t>(K * nc * f.m16) * sizeof(float));
-        // gradBias [Cog] of this range and group (first channel block only; AVX2), or null.
-        double* sums = in_place ? nullptr : task_bias_sums(p, b, o, n0, grp, c0);
+        // gradBias [Cog] of this range and group (first channel block only), or null (AVX-512:
+        // the plan does not sum it, so the engine never asks).
+        double* sums = task_bias_sums(p, b, o, n0, grp, c0);
         const auto x_of = [&](int64_t n) {
           return o.xsrc.at((n * g.C_in + grp * Cig + c0) * S_in);
         };
@@ -482,7 +483,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             for (int64_t q = 0; q < K; ++q)
               dst[oc * rows + c * K + q] = dwt[(q * nc + c) * f.m16 + oc];
       });
-  if (!p.avx512()) finish_bias_sums(p, b, o);
+  finish_bias_sums(p, b, o);
 }
 
 }  // namespace

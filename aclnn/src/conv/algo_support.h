@@ -9,6 +9,7 @@
 #include <tbb/parallel_for.h>
 
 #include "conv/algorithm.h"
+#include "conv/strided.h"  // add_bias_block
 
 namespace aclnn_cpu::conv {
 
@@ -138,17 +139,6 @@ void for_weight_tasks(const Problem& p, const Blocking& b, const Operands<T>& o,
                         o.out[e] = acc;
                       }
                     });
-}
-
-// Blocking::adds_bias: out[c * ld + j] += bias[c] for the `channels` x `cols` block a forward
-// task has just stored (the engine's add_channel_bias, on data still in cache).
-template <typename T>
-void add_bias_block(T* out, int64_t ld, int64_t channels, int64_t cols, const T* bias) {
-  for (int64_t c = 0; c < channels; ++c) {
-    const T b = bias[c];
-    T* row = out + c * ld;
-    for (int64_t j = 0; j < cols; ++j) row[j] += b;
-  }
 }
 
 // gradBias in a weight pass that sums it as it reads dy (Blocking::sums_bias): one double per

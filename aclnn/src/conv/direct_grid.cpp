@@ -1,8 +1,8 @@
 // The dispatch of the fp32 direct grid kernels (direct_grid.h) to their AVX-512 or AVX2 bodies,
 // by gemm::isa().
 #include "conv/direct_grid.h"
-#include "conv/source.h"
 
+#include "conv/source.h"  // transpose_convert_avx2
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {

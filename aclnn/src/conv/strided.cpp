@@ -346,11 +346,8 @@ void add_channel_bias(T* buf, const T* bias, int64_t N, int64_t C, int64_t S) {
   tbb::parallel_for(
       tbb::blocked_range<int64_t>(0, N * C, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S))),
       [&](const tbb::blocked_range<int64_t>& r) {
-        for (int64_t nc = r.begin(); nc != r.end(); ++nc) {
-          const T b = bias[nc % C];
-          T* p = buf + nc * S;
-          for (int64_t i = 0; i < S; ++i) p[i] += b;
-        }
+        for (int64_t nc = r.begin(); nc != r.end(); ++nc)
+          add_bias_block(buf + nc * S, S, 1, S, bias + nc % C);
       });
 }
 

@@ -59,6 +59,18 @@ void add_run_f32(double* acc, const float* p, int64_t n);
 // Defined in source.cpp, beside Source::convert_sum, which sums in the same order.
 double sum_run_f32(const float* p, int64_t n);
 
+// out[c * ld + j] += bias[c] for a `channels` x `cols` block: add_channel_bias's rows, and the
+// block a forward task has just stored where its algorithm adds the bias itself
+// (Blocking::adds_bias), on data still in cache.
+template <typename T>
+void add_bias_block(T* out, int64_t ld, int64_t channels, int64_t cols, const T* bias) {
+  for (int64_t c = 0; c < channels; ++c) {
+    const T b = bias[c];
+    T* row = out + c * ld;
+    for (int64_t j = 0; j < cols; ++j) row[j] += b;
+  }
+}
+
 // buf[n, c, s] += bias[c] for a dense [N, C, S] buffer.
 template <typename T>
 void add_channel_bias(T* buf, const T* bias, int64_t N, int64_t C, int64_t S);
