@@ -18,7 +18,7 @@
 #include "ops/kernels.h"
 #include "ops/reduction.h"
 #include "ops/shape.h"
-#include "ops/simd_clones.h"
+#include "ops/simd_variants.h"
 #include "tensor/creation.h"
 
 namespace aclgrad {
@@ -80,8 +80,8 @@ template <typename F>
 }
 
 // Each kernel below is a template forced inline, plus a plain float overload of the same name
-// compiled for AVX-512, AVX2 and baseline x86-64 (simd_clones.h) that instantiates it, so each
-// clone compiles the loop for its own target: their double sums run 4 or 8 lanes a vector instead
+// compiled for AVX-512, AVX2 and baseline x86-64 (simd_variants.h) that instantiates it, so each
+// variant compiles the loop for its own target: their double sums run 4 or 8 lanes a vector instead
 // of SSE2's 2, the same lanes in the same order (batch 128 training step, Zen 3: +1.5-2%). Callers
 // name no type: overload resolution prefers the plain function for float and takes the template
 // for every other type.
@@ -101,10 +101,10 @@ template <typename T>
   *mean = mu;
   *var = q.total() / M;
 }
-ACLGRAD_SIMD_CLONES void stats_of_channel(const ChannelGeometry& g, const float* x, int64_t c,
-                                          double* mean, double* var) {
-  stats_of_channel<float>(g, x, c, mean, var);
-}
+ACLGRAD_SIMD_VARIANTS(void, stats_of_channel,
+                      (const ChannelGeometry& g, const float* x, int64_t c, double* mean,
+                       double* var),
+                      (g, x, c, mean, var))
 
 template <typename T>
 void channel_stats(const ChannelGeometry& g, const T* x, std::vector<double>& mean,
@@ -135,11 +135,10 @@ template <typename T>
     for (int64_t i = 0; i < g.S; ++i) yr[i] = convert<T>(convert<C>(xr[i]) * a + b);
   }
 }
-ACLGRAD_SIMD_CLONES void affine_rows(const ChannelGeometry& g, const float* x, float* y,
-                                     const double* scale, const double* shift, int64_t r0,
-                                     int64_t r1) {
-  affine_rows<float>(g, x, y, scale, shift, r0, r1);
-}
+ACLGRAD_SIMD_VARIANTS(void, affine_rows,
+                      (const ChannelGeometry& g, const float* x, float* y, const double* scale,
+                       const double* shift, int64_t r0, int64_t r1),
+                      (g, x, y, scale, shift, r0, r1))
 
 template <typename T>
 void apply_affine(const ChannelGeometry& g, const T* x, T* y, const std::vector<double>& scale,
@@ -163,11 +162,10 @@ template <typename T>
   *sum_g = sg.total();
   *sum_gxc = sgx.total();
 }
-ACLGRAD_SIMD_CLONES void grad_sums_of_channel(const ChannelGeometry& g, const float* x,
-                                              const float* gp, int64_t c, double mu, double* sum_g,
-                                              double* sum_gxc) {
-  grad_sums_of_channel<float>(g, x, gp, c, mu, sum_g, sum_gxc);
-}
+ACLGRAD_SIMD_VARIANTS(void, grad_sums_of_channel,
+                      (const ChannelGeometry& g, const float* x, const float* gp, int64_t c,
+                       double mu, double* sum_g, double* sum_gxc),
+                      (g, x, gp, c, mu, sum_g, sum_gxc))
 
 // dx = k (g - a - (x - mean) b) per channel, rows [r0, r1) of S (the backward's second pass).
 template <typename T>
@@ -184,12 +182,11 @@ template <typename T>
     }
   }
 }
-ACLGRAD_SIMD_CLONES void grad_input_rows(const ChannelGeometry& g, const float* x, const float* gp,
-                                         float* dp, const double* k, const double* a,
-                                         const double* b, const double* mean, int64_t r0,
-                                         int64_t r1) {
-  grad_input_rows<float>(g, x, gp, dp, k, a, b, mean, r0, r1);
-}
+ACLGRAD_SIMD_VARIANTS(void, grad_input_rows,
+                      (const ChannelGeometry& g, const float* x, const float* gp, float* dp,
+                       const double* k, const double* a, const double* b, const double* mean,
+                       int64_t r0, int64_t r1),
+                      (g, x, gp, dp, k, a, b, mean, r0, r1))
 
 // Dims reduced for per-channel sums: all but 1.
 Shape reduced_dims(int64_t ndim) {

@@ -5,7 +5,9 @@
 #
 # Which tests: every aclnn test (errors, conformance, meta, runtime, memory, special values,
 # concurrency, determinism, workspace, sweeps, smoke, fuzz corpus replay, 60 s of fuzzing)
-# except the long label, the two heaviest executables, aclnn_test_conv_algorithms* and
+# on the machine's own tier, except the long label, the "tier" label (the whole aclnn suite again
+# under ACLNN_CPU_MAX_ISA=avx2 and =none: the first stage runs it, and under ASan it would double
+# this stage), the two heaviest executables, aclnn_test_conv_algorithms* and
 # aclnn_test_conv_fastpath, which take ~50 CPU-minutes under ASan, the gradBias and 16-bit
 # rounding sweeps aclnn_test_conv_bias_fused and aclnn_test_conv_fp16_rounding* (~6 CPU-minutes
 # under ASan: CI took 18:53 with them, Zen 4, 1bd9057; the fused gradBias and the converting
@@ -33,7 +35,7 @@ if [[ ${1:-} == --framework ]]; then
   # The MPI tests' leaks are OpenMPI's own; suppressions match any frame, so unwind fully.
   export ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0
   export LSAN_OPTIONS=suppressions=$root/scripts/lsan_openmpi.supp:print_suppressions=0
-  exec ctest --output-on-failure -j "$(nproc)" -LE long --timeout 1800
+  exec ctest --output-on-failure -j "$(nproc)" -LE "long|tier" --timeout 1800
 fi
 "$root/scripts/setup.sh" clang-14 libclang-rt-14-dev
 build="$root/build-sanitize"
@@ -44,4 +46,4 @@ CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=None 
   -DACLGRAD_CTEST_PER_EXECUTABLE=ON >/dev/null
 cmake --build "$build" -j "$(nproc)"
 cd "$build"
-ctest --output-on-failure -j "$(nproc)" -LE long --timeout 600
+ctest --output-on-failure -j "$(nproc)" -LE "long|tier" --timeout 600

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "aclnn/aclnn_cpu_conv.h"
+#include "aclnn/aclnn_cpu_isa.h"
 #include "support/conv_case.h"
 #include "support/tbc_case.h"
 
@@ -40,35 +41,6 @@ std::vector<Algo> Registered() {
   return out;
 }
 
-// The instruction set the plan lines must name ("isa=..."): the widest this CPU runs, within
-// ACLNN_CPU_MAX_ISA (ctest also runs this sweep with ACLNN_CPU_MAX_ISA=avx2, so the AVX2 GEMM
-// paths are swept on AVX-512 CPUs too).
-std::string ExpectedIsa() {
-  __builtin_cpu_init();
-  std::string isa = __builtin_cpu_supports("avx512f")                                 ? "avx512"
-                    : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "avx2"
-                                                                                      : "none";
-  if (acltest::IsaCap() == "avx2" && isa == "avx512") isa = "avx2";
-  if (acltest::IsaCap() == "none") isa = "none";
-  return isa;
-}
-
-// Whether ACLNN_CPU_MAX_ISA=avx2 is set on a CPU without AVX-512 (the default run already
-// covers that).
-bool CapChangesNothing() {
-  __builtin_cpu_init();
-  return acltest::IsaCap() == "avx2" && !__builtin_cpu_supports("avx512f");
-}
-
-// Whether ACLNN_CPU_BF16_DOT=1 is set on a CPU without AVX512_BF16, where the dot kernels cannot
-// run and the sweep would repeat the ACLNN_CPU_BF16_DOT=0 run (ctest runs the sweep with both).
-bool Bf16DotCannotRun() {
-  const char* dot = std::getenv("ACLNN_CPU_BF16_DOT");
-  if (!dot || dot[0] != '1') return false;
-  __builtin_cpu_init();
-  return !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bf16");
-}
-
 // Whether ACLNN_CPU_BF16_DOT=0 turns the bf16 dot kernels off.
 bool Bf16DotOff() {
   const char* dot = std::getenv("ACLNN_CPU_BF16_DOT");
@@ -79,8 +51,7 @@ bool Bf16DotOff() {
 // changes only bf16 problems (engine.cpp: Problem::bf16), so the =1 run already checked every other
 // dtype on the same paths, and this one checks bf16 (and plain fp32, which every algorithm serves).
 bool OnlyBf16Differs() {
-  __builtin_cpu_init();
-  return Bf16DotOff() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  return Bf16DotOff() && aclnnCpuHasFeature("avx512_bf16") == 1;
 }
 
 std::string AlgoName(const ::testing::TestParamInfo<Algo>& info) {
@@ -153,8 +124,6 @@ void CheckBothWays(ConvCase c, aclDataType dt, int cube = 0) {
 
 TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
   const Algo& a = GetParam();
-  if (CapChangesNothing()) GTEST_SKIP() << "ACLNN_CPU_MAX_ISA=avx2 on an AVX2 CPU: the default run";
-  if (Bf16DotCannotRun()) GTEST_SKIP() << "no AVX512_BF16: the ACLNN_CPU_BF16_DOT=0 run";
   ScopedEnv force("ACLNN_CPU_CONV_ALGO", a.name);
   ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
   const bool only_bf16 = OnlyBf16Differs();
@@ -205,7 +174,7 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
   // "aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms> ms".
   const std::string log = ::testing::internal::GetCapturedStderr();
   const std::string ran = (a.primitive == "all" ? "" : "," + a.primitive) + "," + a.name + ",";
-  const std::string isa = ",isa=" + ExpectedIsa() + ",";
+  const std::string isa = ",isa=" + acltest::IsaInForce() + ",";
   const size_t count = acltest::VerbosePlanLines(log, ran).size();
   int timed = 0;
   for (const std::string& line : acltest::VerboseLines(log, "exec", ran))
@@ -247,7 +216,7 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     std::printf(
         "note: %s (%s) needs a wider ISA than %s or the bf16 dot kernels; checked that "
         "it never ran\n",
-        a.name.c_str(), a.primitive.c_str(), ExpectedIsa().c_str());
+        a.name.c_str(), a.primitive.c_str(), acltest::IsaInForce().c_str());
   }
 }
 
@@ -257,7 +226,6 @@ INSTANTIATE_TEST_SUITE_P(Conv, ConvAlgorithm, ::testing::ValuesIn(Registered()),
 // sample where that takes at most 2 MiB, and gathers straight from the source beyond: one
 // channel of 760 x 760 (2.2 MiB as fp32) takes the second way, which no sweep shape reaches.
 TEST(ConvAlgorithmPaths, Im2colWeightGathersLargePlanesFromTheSource) {
-  if (CapChangesNothing()) GTEST_SKIP() << "ACLNN_CPU_MAX_ISA=avx2 on an AVX2 CPU: the default run";
   ScopedEnv force("ACLNN_CPU_CONV_ALGO", "im2col_gemm");
   ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
   ConvCase c =
@@ -285,7 +253,6 @@ TEST(ConvAlgorithmPaths, Im2colWeightGathersLargePlanesFromTheSource) {
 // ACLNN_CPU_MAX_ISA=avx2 only those of unit stride and dilation along rows, cl_direct_avx2.cpp),
 // and the strided ones must be among them.
 TEST(ConvAlgorithmPaths, ClDirectForwardStrided) {
-  if (CapChangesNothing()) GTEST_SKIP() << "ACLNN_CPU_MAX_ISA=avx2 on an AVX2 CPU: the default run";
   ScopedEnv force("ACLNN_CPU_CONV_ALGO", "cl_direct");
   ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
   const std::vector<ConvCase> cases = {
@@ -319,7 +286,7 @@ TEST(ConvAlgorithmPaths, ClDirectForwardStrided) {
     CheckBothWays(c, ACL_FLOAT, kUseFp16);
   }
   const std::string log = ::testing::internal::GetCapturedStderr();
-  const bool avx512 = ExpectedIsa() == "avx512";
+  const bool avx512 = acltest::Avx512Runs(), avx2 = acltest::PackedKernelsRun();
   int forwards = 0, strided = 0;
   for (const std::string& line : acltest::VerbosePlanLines(log, ",forward,")) {
     ++forwards;
@@ -329,12 +296,13 @@ TEST(ConvAlgorithmPaths, ClDirectForwardStrided) {
     ASSERT_NE(p, std::string::npos) << line;
     const std::string strides = line.substr(s, d - s), dilations = line.substr(d, p - d);
     const bool unit_rows = strides.ends_with("x1") && dilations.ends_with("x1");
-    EXPECT_EQ(cl, avx512 || unit_rows) << line;
+    EXPECT_EQ(cl, avx512 || (avx2 && unit_rows)) << line;
     strided += cl && strides != " s1x1x1";
   }
   EXPECT_GT(forwards, 0);
-  // AVX2: s31_outer (strided along the outer dims only) in each of its checks.
-  EXPECT_GE(strided, avx512 ? 4 * int(cases.size()) : 4) << log.substr(0, 3000);
+  // AVX2: s31_outer (strided along the outer dims only) in each of its checks; without either
+  // (tier none) cl_direct never runs.
+  EXPECT_GE(strided, avx512 ? 4 * int(cases.size()) : avx2 ? 4 : 0) << log.substr(0, 3000);
 }
 
 TEST(ConvAlgorithmRegistry, NamesAreListedOnceEach) {

@@ -143,21 +143,22 @@ TEST(ConvBiasFused, Fp32OneGridRowBlocks) {
 }
 
 TEST(ConvBiasFused, Bf16MatchesReference) {
-  // The dot kernels' run (on CPUs with them) sums the dy pairs; the fp32 run on bf16 inputs
-  // (ACLNN_CPU_BF16_DOT=0 below) sums them as it converts and transposes them.
+  // The dot kernels' run (the bf16_dot policy; ctest runs these tests with ACLNN_CPU_BF16_DOT=0
+  // and =1) sums the dy pairs on every line; the fp32 run on bf16 inputs sums them as it
+  // converts and transposes them, where the converted x fits (as for RoundedOperands below).
   ScopedEnv force("ACLNN_CPU_CONV_ALGO", "grid_direct");
   const std::string log = RunAll(CasesIn(ACL_BF16), /*tight=*/false);
   const Lines l = Count(log);
   EXPECT_GE(l.weight, 4 * int(Cases().size())) << log.substr(0, 2000);
-  if (acltest::Avx512Runs()) {
+  if (acltest::Bf16DotRuns()) {
     EXPECT_EQ(l.fused, l.weight) << log.substr(0, 2000);
+  } else if (acltest::Avx512Runs()) {
+    EXPECT_GT(l.fused, 0) << log.substr(0, 2000);
   }
 }
 
-TEST(ConvBiasFused, Bf16ConvertedAndFp16MatchReference) {
+TEST(ConvBiasFused, Fp16MatchesReference) {
   ScopedEnv force("ACLNN_CPU_CONV_ALGO", "grid_direct");
-  ScopedEnv dot("ACLNN_CPU_BF16_DOT", "0");
-  RunAll(CasesIn(ACL_BF16), /*tight=*/false);
   RunAll(CasesIn(ACL_FLOAT16), /*tight=*/false);
 }
 

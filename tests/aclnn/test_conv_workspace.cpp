@@ -140,18 +140,9 @@ TEST(WorkspaceBf16, DepthwiseAtMostTwiceTheLargestTensor) {
   ExpectWithinBound(BenchProblem("c2d_depthwise", 4), ACL_BF16);
 }
 
-// Whether bf16 convolutions run the AVX512_BF16 dot kernels here (direct_grid.h's
-// bf16_dot_kernels: AMD with AVX512_BF16 unless ACLNN_CPU_BF16_DOT=0, or ACLNN_CPU_BF16_DOT=1).
-bool Bf16Dot() {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bf16")) return false;
-  const char* env = std::getenv("ACLNN_CPU_BF16_DOT");
-  if (env && (env[0] == '0' || env[0] == '1')) return env[0] == '1';
-  return __builtin_cpu_is("amd");
-}
-
 TEST(WorkspaceBf16, PointwiseAtMostTwiceTheLargestTensor) {
-  if (!Bf16Dot()) GTEST_SKIP() << "bf16 is converted to fp32 here (no bf16 dot kernels)";
+  if (!acltest::Bf16DotRuns())
+    GTEST_SKIP() << "bf16 is converted to fp32 here (no bf16 dot kernels)";
   ExpectWithinBound(BenchProblem("c2d_resnet1x1", 4), ACL_BF16);
 }
 

@@ -14,12 +14,14 @@
 
 #include <gtest/gtest.h>
 
+#include "cpu/cpu.h"
 #include "gemm/sgemm.h"
 #include "support/acl_test_util.h"
 
 namespace {
 
 namespace gemm = aclnn_cpu::gemm;
+namespace cpu = aclnn_cpu::cpu;
 
 enum class Kernel { kAvx512, kAvx2, kOpenBlas };
 
@@ -35,13 +37,15 @@ std::string KernelName(const ::testing::TestParamInfo<Kernel>& info) {
   return "openblas";
 }
 
+// Whether this CPU can run kernel k (called directly here, so the cap does not apply): the CPU
+// module's reading, before the cap.
 bool RunsHere(Kernel k) {
-  __builtin_cpu_init();
+  const cpu::FeatureSet offered = cpu::capabilities().cpu.features;
   switch (k) {
     case Kernel::kAvx512:
-      return __builtin_cpu_supports("avx512f") != 0;
+      return offered.contains(cpu::kAvx512Features);
     case Kernel::kAvx2:
-      return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
+      return offered.contains(cpu::kAvx2Features);
     case Kernel::kOpenBlas:
       break;
   }
@@ -303,14 +307,13 @@ TEST(GemmDispatch, Fp16OperandsRoundOrAreRefused) {
   ExpectMatches(C, s.N, RoundedCopy(a), RoundedCopy(b), s, false, before, "dispatched fp16");
 }
 
-// The dispatch: isa() is the widest set this CPU runs, within ACLNN_CPU_MAX_ISA.
-TEST(GemmDispatch, IsaMatchesCpuAndCap) {
-  gemm::Isa want = RunsHere(Kernel::kAvx512) ? gemm::Isa::kAvx512
-                   : RunsHere(Kernel::kAvx2) ? gemm::Isa::kAvx2
-                                             : gemm::Isa::kNone;
-  if (acltest::IsaCap() == "avx2" && want > gemm::Isa::kAvx2) want = gemm::Isa::kAvx2;
-  if (acltest::IsaCap() == "none") want = gemm::Isa::kNone;
-  EXPECT_EQ(gemm::isa(), want) << gemm::isa_name(gemm::isa());
+// The dispatch: isa() is the widest kernel the tier in force allows (the CPU module's, caps
+// included; ctest runs this under ACLNN_CPU_MAX_ISA=avx2 and =none too).
+TEST(GemmDispatch, IsaFollowsTheTierInForce) {
+  const gemm::Isa want = cpu::tier() >= cpu::Tier::kAvx512 ? gemm::Isa::kAvx512
+                         : cpu::tier() >= cpu::Tier::kAvx2 ? gemm::Isa::kAvx2
+                                                           : gemm::Isa::kNone;
+  EXPECT_EQ(gemm::isa(), want) << gemm::isa_name(gemm::isa()) << "; " << cpu::describe();
   EXPECT_EQ(gemm::pack_elems() > 0, want != gemm::Isa::kNone);
 }
 

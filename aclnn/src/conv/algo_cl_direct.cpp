@@ -328,7 +328,7 @@ const Algorithm kClDirectForward{"cl_direct",
                                  nullptr,
                                  nullptr,
                                  /*reads_sources=*/true,
-                                 /*needs_isa=*/gemm::Isa::kAvx2};
+                                 /*needs=*/cpu::kAvx2Features};
 const Algorithm kClDirectData{"cl_direct",
                               Primitive::kBackwardData,
                               plan_data,
@@ -336,6 +336,6 @@ const Algorithm kClDirectData{"cl_direct",
                               nullptr,
                               nullptr,
                               /*reads_sources=*/true,
-                              /*needs_isa=*/gemm::Isa::kAvx2};
+                              /*needs=*/cpu::kAvx2Features};
 
 }  // namespace aclnn_cpu::conv

@@ -346,7 +346,7 @@ const Algorithm kClDirectBf16Data{"cl_direct_bf16",
                                   nullptr,
                                   backward_data_bf16,
                                   /*reads_sources=*/false,
-                                  /*needs_isa=*/gemm::Isa::kAvx512,
+                                  /*needs=*/cpu::kAvx512Bf16Features,
                                   /*writes_bf16=*/true};
 
 }  // namespace aclnn_cpu::conv

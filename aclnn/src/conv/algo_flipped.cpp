@@ -111,7 +111,7 @@ const Algorithm kFlipGridGemmData{"flip_grid_gemm",
                                   run<kGridGemmForward, double>,
                                   /*run_bf16=*/nullptr,
                                   /*reads_sources=*/true,
-                                  /*needs_isa=*/gemm::Isa::kAvx2};
+                                  /*needs=*/cpu::kAvx2Features};
 const Algorithm kFlipImplicitGemmData{"flip_implicit_gemm",
                                       Primitive::kBackwardData,
                                       plan<kImplicitGemmForward, true>,
@@ -119,7 +119,7 @@ const Algorithm kFlipImplicitGemmData{"flip_implicit_gemm",
                                       run<kImplicitGemmForward, double>,
                                       /*run_bf16=*/nullptr,
                                       /*reads_sources=*/false,
-                                      /*needs_isa=*/gemm::Isa::kAvx2};
+                                      /*needs=*/cpu::kAvx2Features};
 const Algorithm kFlipIm2colGemmData{"flip_im2col_gemm",
                                     Primitive::kBackwardData,
                                     plan<kIm2colGemmForward, true>,

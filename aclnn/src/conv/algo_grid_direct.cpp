@@ -441,20 +441,6 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
 
 }  // namespace
 
-bool bf16_dot_kernels() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    if (!gemm::have_avx512() || __builtin_cpu_supports("avx512bf16") == 0) return false;
-    const char* env = std::getenv("ACLNN_CPU_BF16_DOT");
-    if (env && (env[0] == '0' || env[0] == '1')) return env[0] == '1';
-    // AMD Zen 4/5 issue vdpbf16ps at the rate of an fp32 FMA (two products per lane); Intel's
-    // Sapphire/Emerald Rapids at half that rate (this VM: 86 vs 175 GFLOP/s per core), where
-    // converting bf16 to fp32 in the bands and running the fp32 FMA kernels is twice as fast.
-    return __builtin_cpu_is("amd") != 0;
-  }();
-  return yes;
-}
-
 // run_f32 reads the inputs as stored (fp32, fp16 or bf16, rounded per cubeMathType) and
 // converts them as it builds its bands; run_bf16 is the AVX512_BF16 dot-product form.
 const Algorithm kGridDirectForward{"grid_direct",
@@ -464,7 +450,7 @@ const Algorithm kGridDirectForward{"grid_direct",
                                    nullptr,
                                    grid_direct::forward_bf16,
                                    /*reads_sources=*/true,
-                                   /*needs_isa=*/gemm::Isa::kAvx2,
+                                   /*needs=*/cpu::kAvx2Features,
                                    /*writes_bf16=*/true};
 const Algorithm kGridDirectData{"grid_direct",
                                 Primitive::kBackwardData,
@@ -473,7 +459,7 @@ const Algorithm kGridDirectData{"grid_direct",
                                 nullptr,
                                 grid_direct::backward_data_bf16,
                                 /*reads_sources=*/true,
-                                /*needs_isa=*/gemm::Isa::kAvx2,
+                                /*needs=*/cpu::kAvx2Features,
                                 /*writes_bf16=*/true};
 const Algorithm kGridDirectWeight{"grid_direct",
                                   Primitive::kBackwardWeight,
@@ -482,6 +468,6 @@ const Algorithm kGridDirectWeight{"grid_direct",
                                   nullptr,
                                   grid_direct::backward_weight_bf16,
                                   /*reads_sources=*/true,
-                                  /*needs_isa=*/gemm::Isa::kAvx2};
+                                  /*needs=*/cpu::kAvx2Features};
 
 }  // namespace aclnn_cpu::conv

@@ -137,7 +137,7 @@ const Algorithm kGridGemmForward{"grid_gemm",
                                  /*run_f64=*/nullptr,
                                  /*run_bf16=*/nullptr,
                                  /*reads_sources=*/true,
-                                 /*needs_isa=*/gemm::Isa::kAvx2};
+                                 /*needs=*/cpu::kAvx2Features};
 const Algorithm kGridGemmWeight{"grid_gemm",
                                 Primitive::kBackwardWeight,
                                 plan_weight,
@@ -145,6 +145,6 @@ const Algorithm kGridGemmWeight{"grid_gemm",
                                 /*run_f64=*/nullptr,
                                 /*run_bf16=*/nullptr,
                                 /*reads_sources=*/true,
-                                /*needs_isa=*/gemm::Isa::kAvx2};
+                                /*needs=*/cpu::kAvx2Features};
 
 }  // namespace aclnn_cpu::conv

@@ -99,12 +99,12 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
 }  // namespace
 
 const Algorithm kImplicitGemmForward{
-    "implicit_gemm",         Primitive::kForward,           plan_forward, forward,
+    "implicit_gemm",         Primitive::kForward,         plan_forward, forward,
     /*run_f64=*/nullptr,     /*run_bf16=*/nullptr,
-    /*reads_sources=*/false, /*needs_isa=*/gemm::Isa::kAvx2};
+    /*reads_sources=*/false, /*needs=*/cpu::kAvx2Features};
 const Algorithm kImplicitGemmWeight{
-    "implicit_gemm",         Primitive::kBackwardWeight,    plan_weight,
-    backward_weight,         /*run_f64=*/nullptr,           /*run_bf16=*/nullptr,
-    /*reads_sources=*/false, /*needs_isa=*/gemm::Isa::kAvx2};
+    "implicit_gemm",         Primitive::kBackwardWeight,  plan_weight,
+    backward_weight,         /*run_f64=*/nullptr,         /*run_bf16=*/nullptr,
+    /*reads_sources=*/false, /*needs=*/cpu::kAvx2Features};
 
 }  // namespace aclnn_cpu::conv

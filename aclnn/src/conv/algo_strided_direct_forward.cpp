@@ -154,6 +154,6 @@ const Algorithm kStridedDirectForward{"strided_direct",
                                       /*run_f64=*/nullptr,
                                       /*run_bf16=*/nullptr,
                                       /*reads_sources=*/true,
-                                      /*needs_isa=*/gemm::Isa::kAvx2};
+                                      /*needs=*/cpu::kAvx2Features};
 
 }  // namespace aclnn_cpu::conv

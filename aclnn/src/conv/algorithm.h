@@ -28,6 +28,7 @@
 
 #include "conv/geometry.h"
 #include "conv/source.h"
+#include "cpu/cpu.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -131,9 +132,9 @@ struct Algorithm {
   // run_f32 reads Operands::xsrc/wsrc/ysrc (any float dtype, rounded as it reads them) instead of
   // fp32 copies: no separate conversion pass.
   bool reads_sources = false;
-  // The instruction set its kernels need (at least; gemm::isa()); its plan refuses problems
-  // whose Problem::isa is narrower.
-  gemm::Isa needs_isa = gemm::Isa::kNone;
+  // The CPU features its kernels need (cpu/cpu.h); its plan refuses problems whose Problem::isa
+  // is narrower, and aclnnCpuConvAlgorithmRunsHere reports it.
+  cpu::FeatureSet needs = {};
   // run_bf16 can store its output as bf16 (Operands::out16): the engine passes a dense bf16
   // output view there, without an fp32 buffer or a narrowing pass.
   bool writes_bf16 = false;

@@ -10,17 +10,15 @@
 #include "conv/direct_grid.h"
 #include "gemm/sgemm.h"
 #include "meta.h"
-#include "target_clones.h"
+#include "cpu/simd_variants.h"
 
 namespace aclnn_cpu::conv {
 namespace {
 
-// The plane kernels are compiled three times (AVX-512, AVX2 and baseline x86-64) and picked at
-// load time by an ifunc (GCC target_clones), so the library runs on any x86-64 CPU. Their inner
+// The plane kernels are compiled three times (AVX-512, AVX2 and baseline x86-64) and picked by
+// the tier in force (cpu/simd_variants.h), so the library runs on any x86-64 CPU. Their inner
 // loops run along the output row (ow), which is contiguous in y/dy and, for stride 1, in x/dx too,
-// so they vectorize. Only plain C++ is used inside them (no library templates), so nothing compiled
-// for AVX-512 can leak into generic code.
-#define ACLNN_CLONES ACLNN_CLONES_SIMD
+// so they vectorize.
 
 using Tap = DepthwiseTap;
 
@@ -52,8 +50,8 @@ void for_taps(const ConvGeometry& g, F&& f) {
 // pointers, no aliasing). y/dy planes are [out0, out1, out2], x/dx planes [in0, in1, in2].
 
 // Forward tap: y[p] += a * x[p * s + off].
-ACLNN_CLONES void tap_gather(float* __restrict y, const float* __restrict x, float a,
-                             const Tap& t) {
+[[gnu::always_inline]] inline void tap_gather_body(float* __restrict y, const float* __restrict x,
+                                                   float a, const Tap& t) {
   const int64_t sw = t.stride[2], n = t.hi[2] - t.lo[2];
   for (int64_t od = t.lo[0]; od < t.hi[0]; ++od)
     for (int64_t oh = t.lo[1]; oh < t.hi[1]; ++oh) {
@@ -69,8 +67,8 @@ ACLNN_CLONES void tap_gather(float* __restrict y, const float* __restrict x, flo
 }
 
 // Backward-data tap (the adjoint): x[p * s + off] += a * y[p].
-ACLNN_CLONES void tap_scatter(float* __restrict x, const float* __restrict y, float a,
-                              const Tap& t) {
+[[gnu::always_inline]] inline void tap_scatter_body(float* __restrict x, const float* __restrict y,
+                                                    float a, const Tap& t) {
   const int64_t sw = t.stride[2], n = t.hi[2] - t.lo[2];
   for (int64_t od = t.lo[0]; od < t.hi[0]; ++od)
     for (int64_t oh = t.lo[1]; oh < t.hi[1]; ++oh) {
@@ -87,7 +85,8 @@ ACLNN_CLONES void tap_scatter(float* __restrict x, const float* __restrict y, fl
 
 // Weight-gradient tap: sum_p y[p] * x[p * s + off], accumulated in 16 float lanes (one zmm)
 // and reduced in a fixed order.
-ACLNN_CLONES float tap_dot(const float* __restrict y, const float* __restrict x, const Tap& t) {
+[[gnu::always_inline]] inline float tap_dot_body(const float* __restrict y,
+                                                 const float* __restrict x, const Tap& t) {
   const int64_t sw = t.stride[2], n = t.hi[2] - t.lo[2];
   float acc[16] = {};
   for (int64_t od = t.lo[0]; od < t.hi[0]; ++od)
@@ -109,6 +108,12 @@ ACLNN_CLONES float tap_dot(const float* __restrict y, const float* __restrict x,
   for (int l = 0; l < 16; ++l) s += acc[l];
   return s;
 }
+
+ACLNN_SIMD_VARIANTS(void, tap_gather, (float* y, const float* x, float a, const Tap& t),
+                    (y, x, a, t))
+ACLNN_SIMD_VARIANTS(void, tap_scatter, (float* x, const float* y, float a, const Tap& t),
+                    (x, y, a, t))
+ACLNN_SIMD_VARIANTS(float, tap_dot, (const float* y, const float* x, const Tap& t), (y, x, t))
 
 // Unit W stride on AVX-512 CPUs: explicit masked-vector loops; otherwise the cloned C++ loops.
 void tap_gather_any(float* y, const float* x, float a, const Tap& t) {

@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "conv/source.h"
+#include "cpu/cpu.h"
 
 namespace aclnn_cpu::conv {
 
@@ -264,10 +265,11 @@ void direct_pair_rows_bf16(const uint16_t* a, const uint16_t* b, const int64_t* 
 // even[i] = src[2 i], odd[i] = src[2 i + 1] for i < n, bf16 bits: the two phase planes of a
 // stride-2 row (AVX-512, like direct_split2_avx512).
 void direct_split2_bf16_avx512(const uint16_t* src, int64_t n, uint16_t* even, uint16_t* odd);
-// Whether bf16 convolutions run the dot kernels above: AVX512_BF16 on a CPU that issues
-// vdpbf16ps at the fp32 FMA's rate (AMD); elsewhere bf16 is converted to fp32 in the bands.
-// ACLNN_CPU_BF16_DOT=1 / 0 overrides (on AVX512_BF16 CPUs), so both forms can be tested anywhere.
-bool bf16_dot_kernels();
+// Whether bf16 convolutions run the dot kernels above (the CPU module's bf16_dot policy: AMD's
+// AVX512_BF16 by default, ACLNN_CPU_BF16_DOT=0|1 forces it); elsewhere bf16 is converted to fp32.
+inline bool bf16_dot_kernels() {
+  return cpu::policy(cpu::Policy::kBf16Dot);
+}
 
 // dst[i] = element i of a `kind` source as fp32 (converted, rounded) for i < n; bit-exact with
 // Source::value.

@@ -6,6 +6,8 @@
 
 #include "conv/algo_support.h"
 #include "conv/depthwise.h"
+#include "conv/direct_grid.h"
+#include "cpu/cpu.h"
 #include "error.h"
 #include "gemm/sgemm.h"
 #include "meta.h"
@@ -255,10 +257,11 @@ void print_plan(const char* api, const Plan& p) {
     const char* math = p.problem.fp64 ? "f64" : bf16 ? "bf16" : "f32";
     std::fprintf(stderr,
                  "aclnn_cpu_verbose,plan,%s,%s,%s,%s %s,threads=%d,workspace=%llu,isa=%s,"
-                 "blocking=%s,%s\n",
+                 "bf16_dot=%s,blocking=%s,%s\n",
                  api, primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), math,
                  p.problem.slots, static_cast<unsigned long long>(p.bytes),
-                 gemm::isa_name(p.problem.isa), blocking.c_str(), why.c_str());
+                 cpu::tier_name(cpu::tier()), bf16_dot_kernels() ? "on" : "off", blocking.c_str(),
+                 why.c_str());
   }
 }
 

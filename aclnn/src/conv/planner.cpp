@@ -1,4 +1,5 @@
 // The registry lists and the planner of algorithm.h.
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,13 +28,19 @@ const Algorithm* const kData[] = {&kDepthwiseData,        &kPointwiseData,      
 const Algorithm* const kWeight[] = {&kDepthwiseWeight,  &kPointwiseWeight, &kStridedDirectWeight,
                                     &kGridDirectWeight, &kGridGemmWeight,  &kImplicitGemmWeight,
                                     &kIm2colGemmWeight};
-const Algorithm* const kAll[] = {
-    &kDepthwiseForward,  &kPointwiseForward, &kStridedDirectForward, &kClDirectForward,
-    &kGridDirectForward, &kGridGemmForward,  &kImplicitGemmForward,  &kIm2colGemmForward,
-    &kDepthwiseData,     &kPointwiseData,    &kClDirectData,         &kClDirectBf16Data,
-    &kGridDirectData,    &kFlipGridGemmData, &kFlipImplicitGemmData, &kFlipIm2colGemmData,
-    &kCol2imGemmData,    &kDepthwiseWeight,  &kPointwiseWeight,      &kStridedDirectWeight,
-    &kGridDirectWeight,  &kGridGemmWeight,   &kImplicitGemmWeight,   &kIm2colGemmWeight};
+// Every registered algorithm, derived from the three lists (forward, data, weight).
+template <size_t F, size_t D, size_t W>
+constexpr std::array<const Algorithm*, F + D + W> concat(const Algorithm* const (&f)[F],
+                                                         const Algorithm* const (&d)[D],
+                                                         const Algorithm* const (&w)[W]) {
+  std::array<const Algorithm*, F + D + W> all{};
+  size_t i = 0;
+  for (const Algorithm* a : f) all[i++] = a;
+  for (const Algorithm* a : d) all[i++] = a;
+  for (const Algorithm* a : w) all[i++] = a;
+  return all;
+}
+constexpr auto kAll = concat(kForward, kData, kWeight);
 
 // The comma-separated names of ACLNN_CPU_CONV_ALGO, or empty.
 std::string_view forced_list() {
@@ -169,7 +176,7 @@ ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
   const size_t i = static_cast<size_t>(index);
   // An algorithm without run_f32 reads bf16 only, with the dot kernels.
   if (i < all.size())
-    return aclnn_cpu::gemm::isa() >= all[i]->needs_isa &&
+    return aclnn_cpu::cpu::may_use(all[i]->needs) &&
            (all[i]->run_f32 || aclnn_cpu::conv::bf16_dot_kernels());
   switch (kTbcForms[i - all.size()]) {
     case TbcMode::kBf16:

@@ -8,7 +8,7 @@
 #include "conv/float8.h"
 #include "conv/half.h"
 #include "gemm/sgemm.h"
-#include "target_clones.h"
+#include "cpu/simd_variants.h"
 
 namespace aclnn_cpu::conv {
 
@@ -105,10 +105,10 @@ void Source::convert(int64_t n, int64_t stride, float* dst) const {
 }
 
 // (declared in strided.h; defined here, next to convert_sum, which must add in its order, so
-// that the tests compiling the conversions alone link.) Two zmm of doubles on AVX-512 (picked at
-// load time): ~16x faster than one serial chain of double additions, which made gradBias a
-// sizeable part of a whole backward.
-ACLNN_CLONES_SIMD double sum_run_f32(const float* __restrict p, int64_t n) {
+// that the tests compiling the conversions alone link.) Two zmm of doubles on AVX-512 (the variant
+// of the tier in force): ~16x faster than one serial chain of double additions, which made gradBias
+// a sizeable part of a whole backward.
+[[gnu::always_inline]] inline double sum_run_f32_body(const float* __restrict p, int64_t n) {
   double lanes[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -118,6 +118,7 @@ ACLNN_CLONES_SIMD double sum_run_f32(const float* __restrict p, int64_t n) {
   for (int l = 0; l < 16; ++l) acc += lanes[l];
   return acc;
 }
+ACLNN_SIMD_VARIANTS(double, sum_run_f32, (const float* p, int64_t n), (p, n))
 
 double Source::convert_sum(int64_t n, float* dst) const {
   if (kind == SrcKind::kBF16Fp16 || elem_bytes() == 1)

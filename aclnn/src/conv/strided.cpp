@@ -14,7 +14,7 @@
 #include "conv/half.h"
 #include "conv/source.h"
 #include "meta.h"
-#include "target_clones.h"
+#include "cpu/simd_variants.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -245,9 +245,11 @@ void unpack(const T* src, const View5& view) {
 }
 
 // acc[i] += p[i] for i < n (double accumulators, lane-wise: vectorizes without reassociation).
-ACLNN_CLONES_SIMD void add_run_f32(double* __restrict acc, const float* __restrict p, int64_t n) {
+[[gnu::always_inline]] inline void add_run_f32_body(double* __restrict acc,
+                                                    const float* __restrict p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(p[i]);
 }
+ACLNN_SIMD_VARIANTS(void, add_run_f32, (double* acc, const float* p, int64_t n), (acc, p, n))
 
 template <typename T>
 void channel_sum(const View5& src, T* out) {

@@ -7,39 +7,17 @@
 #include <string>
 
 #include <cblas.h>
-#include <cpuid.h>
+
+#include "cpu/cpu.h"
 
 namespace aclnn_cpu::gemm {
 
-namespace {
-
-// AVX2 with FMA and F16C (every AVX2 CPU has both; the AVX2 kernels convert fp16 with F16C's
-// instructions). F16C is read from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
-// does not know "f16c".
-Isa detect_isa() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  const bool f16c = __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) return Isa::kAvx2;
-  return Isa::kNone;
-}
-
-// The cap of ACLNN_CPU_MAX_ISA / ACLNN_CPU_NO_AVX512 (kAvx512 when unset or not understood).
-Isa isa_cap() {
-  const char* no512 = std::getenv("ACLNN_CPU_NO_AVX512");
-  const Isa by_no512 = no512 && no512[0] == '1' ? Isa::kAvx2 : Isa::kAvx512;
-  const char* max = std::getenv("ACLNN_CPU_MAX_ISA");
-  Isa by_max = Isa::kAvx512;
-  if (max && std::strcmp(max, "avx2") == 0) by_max = Isa::kAvx2;
-  if (max && std::strcmp(max, "none") == 0) by_max = Isa::kNone;
-  return std::min(by_no512, by_max);
-}
-
-}  // namespace
-
+// The kernels' vector width from the tier in force (cpu/cpu.h: CPU, OS and caps). kAvx2 includes
+// FMA and F16C; kAvx512 AVX-512 F, BW, VL and DQ, which every AVX-512 kernel file targets.
 Isa isa() {
-  static const Isa chosen = std::min(detect_isa(), isa_cap());
+  static const Isa chosen = cpu::tier() >= cpu::Tier::kAvx512 ? Isa::kAvx512
+                            : cpu::tier() >= cpu::Tier::kAvx2 ? Isa::kAvx2
+                                                              : Isa::kNone;
   return chosen;
 }
 

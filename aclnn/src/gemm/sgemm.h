@@ -4,7 +4,7 @@
 //
 // with A and B given as arbitrary strided views (element (r, c) at p[r * rs + c * cs]), so the
 // transposes of the conv primitives (w^T, col^T, dy^T) are views, not copies. It runs our own
-// packed kernels, chosen once at runtime with __builtin_cpu_supports: 8 x 48 on AVX-512F
+// packed kernels, chosen once at runtime by the CPU module (cpu/cpu.h): 8 x 48 on AVX-512
 // (sgemm_avx512.cpp), 4 x 24 sub-tiles of the same packed panels on AVX2 + FMA (sgemm_avx2.cpp);
 // on older CPUs it calls OpenBLAS (one unit stride per operand is required there, which every
 // caller satisfies). Both kernels read and write the same packed formats (Ap[k][8], Bp[k][48]),
@@ -47,10 +47,8 @@ class BPanels {
 inline constexpr int64_t kPanelCols = 48;
 inline constexpr int64_t kMaxPanelDepth = 256;
 
-// The instruction sets our kernels are written for, in order (kAvx2: AVX2, FMA and F16C). isa()
-// is the best one this CPU runs (decided once), capped by ACLNN_CPU_MAX_ISA=avx2 or =none (like
-// oneDNN's DNNL_MAX_CPU_ISA, to compare or to test the narrower paths on a wider CPU);
-// ACLNN_CPU_NO_AVX512=1 is the same as ACLNN_CPU_MAX_ISA=avx2.
+// The vector widths our fp32 kernels are written for, in order (kAvx2: AVX2, FMA and F16C). isa()
+// is the widest the tier in force allows (cpu::tier(): the CPU, the OS and ACLNN_CPU_MAX_ISA).
 enum class Isa : int { kNone = 0, kAvx2 = 1, kAvx512 = 2 };
 Isa isa();
 const char* isa_name(Isa i);

@@ -1,6 +1,6 @@
 #include "support/acl_test_util.h"
 
-#include <cpuid.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "aclnn/aclnn_cpu_extensions.h"
+#include "aclnn/aclnn_cpu_isa.h"
 
 namespace acltest {
 
@@ -438,25 +439,68 @@ CallResult RunTwoPhase(const PlanFn& plan, LaunchFn launch, aclrtStream stream) 
   return r;
 }
 
-std::string IsaCap() {
-  const char* cap = std::getenv("ACLNN_CPU_MAX_ISA");
-  return cap ? cap : "";
+namespace {
+
+// ctest runs the aclnn suites again on the narrower tiers and with policies forced
+// (tests/aclnn/CMakeLists.txt): such a run sets ACLNN_TEST_TIER_RUN=<VAR>=<value>, one of
+// libaclnn's switches (ACLNN_CPU_MAX_ISA=avx2, ACLNN_CPU_BF16_DOT=1, ...). It is set here, before
+// main and so before libaclnn's first call reads the switches (one variable, because ctest's
+// test discovery cannot pass two). Where the switch changes nothing on this CPU (an AVX2 CPU
+// under ACLNN_CPU_MAX_ISA=avx2; ACLNN_CPU_BF16_DOT=1 without AVX512_BF16) the run would repeat
+// another one, and every test of it skips, saying why.
+const char* TierRunSwitch() {
+  const char* run = std::getenv("ACLNN_TEST_TIER_RUN");
+  return run && std::strchr(run, '=') ? run : nullptr;
+}
+
+[[maybe_unused]] const bool kTierRunApplied = [] {
+  if (const char* run = TierRunSwitch()) {
+    const char* eq = std::strchr(run, '=');
+    setenv(std::string(run, eq).c_str(), eq + 1, 1);
+  }
+  return true;
+}();
+
+std::string RepeatedTierRun() {
+  const char* run = TierRunSwitch();
+  if (!run) return "";
+  const std::string sw = run;
+  if (sw.rfind("ACLNN_CPU_MAX_ISA=", 0) == 0 &&
+      std::strcmp(aclnnCpuIsa(), aclnnCpuIsaUncapped()) == 0)
+    return sw + " leaves this CPU's tier " + aclnnCpuIsa() + ": the default run covers it";
+  if (sw == "ACLNN_CPU_BF16_DOT=1" && !Bf16DotRuns())
+    return sw + " cannot run the dot kernels here (" + aclnnCpuDescribe() +
+           "): the =0 run covers it";
+  return "";
+}
+
+class TierRunEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const std::string why = RepeatedTierRun();
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const kTierRun =
+    ::testing::AddGlobalTestEnvironment(new TierRunEnvironment);
+
+}  // namespace
+
+std::string IsaInForce() {
+  return aclnnCpuIsa();
 }
 
 bool Avx512Runs() {
-  __builtin_cpu_init();
-  const bool capped = IsaCap() == "avx2" || IsaCap() == "none";
-  const char* no512 = std::getenv("ACLNN_CPU_NO_AVX512");
-  return __builtin_cpu_supports("avx512f") && !capped && !(no512 && no512[0] == '1');
+  return aclnnCpuIsaRuns("avx512") == 1;
 }
 
 bool PackedKernelsRun() {
-  __builtin_cpu_init();
-  if (IsaCap() == "none") return false;
-  // F16C from CPUID leaf 1 (clang's __builtin_cpu_supports does not know "f16c").
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-  return Avx512Runs() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c);
+  return aclnnCpuIsaRuns("avx2") == 1;
+}
+
+bool Bf16DotRuns() {
+  return aclnnCpuPolicy("bf16_dot") == 1;
 }
 
 }  // namespace acltest

@@ -54,14 +54,16 @@ double UlpOf(double x, aclDataType dtype);
 size_t DtypeBytes(aclDataType dtype);  // 1, 2, 4 or 8 for the float dtypes (8-bit included)
 std::string DtypeName(aclDataType dtype);
 std::string ShapeStr(const std::vector<int64_t>& shape);
-// ACLNN_CPU_MAX_ISA as set ("avx2", "none"), or "" where it is not set.
-std::string IsaCap();
-// Whether libaclnn's AVX-512 kernels run here: the CPU has AVX-512 and neither
-// ACLNN_CPU_MAX_ISA (avx2, none) nor ACLNN_CPU_NO_AVX512=1 caps them.
+// What libaclnn runs here, as libaclnn itself says (aclnn/aclnn_cpu_isa.h: the CPU, the OS and
+// the caps ACLNN_CPU_MAX_ISA, ACLNN_CPU_NO_AVX512, ACLNN_CPU_BF16_DOT). Tests never re-derive it.
+// The tier in force: "none", "avx2", "avx512", "avx512_bf16" or "amx".
+std::string IsaInForce();
+// Whether libaclnn's AVX-512 kernels run here (tier avx512 or wider).
 bool Avx512Runs();
-// Whether libaclnn's packed AVX2 or AVX-512 kernels run here (AVX2 + FMA + F16C, or AVX-512, and
-// ACLNN_CPU_MAX_ISA is not none).
+// Whether libaclnn's packed AVX2 or AVX-512 kernels run here (tier avx2 or wider).
 bool PackedKernelsRun();
+// Whether bf16 inputs run the AVX512_BF16 dot kernels (the "bf16_dot" policy).
+bool Bf16DotRuns();
 // The ACLNN_CPU_VERBOSE lines of one kind ("plan": "aclnn_cpu_verbose,plan,<api>,<primitive>,
 // <algorithm>,..."; "exec": "aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms> ms") of a
 // captured stderr log, in order; only those containing `part` where it is not empty.

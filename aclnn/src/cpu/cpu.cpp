@@ -1,0 +1,155 @@
+#include "cpu/cpu.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace aclnn_cpu::cpu {
+
+namespace {
+
+constexpr const char* kTierNames[kTierCount] = {"none", "avx2", "avx512", "avx512_bf16", "amx"};
+constexpr const char* kPolicyNames[kPolicyCount] = {"bf16_dot"};
+
+// The features a cap lets through: its tier's, plus AVX512_FP16 from avx512_bf16 on (the two
+// came together on Intel; no tier requires AVX512_FP16, since Zen 4/5 lack it).
+FeatureSet allowed_by(Tier cap) {
+  FeatureSet s = tier_features(cap);
+  if (cap >= Tier::kAvx512Bf16) s = s | FeatureSet{Feature::kAvx512Fp16};
+  return s;
+}
+
+Tier widest_tier(FeatureSet s) {
+  for (int t = kTierCount - 1; t > 0; --t)
+    if (s.contains(tier_features(static_cast<Tier>(t)))) return static_cast<Tier>(t);
+  return Tier::kNone;
+}
+
+void apply_cap(Capabilities& c, const char* max, const char* no512) {
+  c.cap = Tier::kAmx;
+  if (max && *max) {
+    Tier t = Tier::kAmx;
+    if (tier_by_name(max, &t)) {
+      c.cap = t;
+      c.cap_note = std::string("ACLNN_CPU_MAX_ISA=") + max;
+    } else {
+      c.cap_note = std::string("ACLNN_CPU_MAX_ISA=") + max + " ignored (not a tier)";
+    }
+  }
+  if (no512 && no512[0] == '1' && c.cap > Tier::kAvx2) {
+    c.cap = Tier::kAvx2;
+    c.cap_note = "ACLNN_CPU_NO_AVX512=1";
+  }
+  c.usable = c.cpu.features & allowed_by(c.cap);
+  c.tier = widest_tier(c.usable);
+  c.uncapped = widest_tier(c.cpu.features);
+}
+
+void decide_bf16_dot(Capabilities& c, const char* env) {
+  const int i = static_cast<int>(Policy::kBf16Dot);
+  if (!c.usable.contains(kAvx512Bf16Features)) {
+    c.policy[i] = false;
+    c.policy_reason[i] = "no avx512_bf16 within the cap";
+    return;
+  }
+  if (env && (env[0] == '0' || env[0] == '1') && env[1] == '\0') {
+    c.policy[i] = env[0] == '1';
+    c.policy_reason[i] = std::string("forced by ACLNN_CPU_BF16_DOT=") + env;
+    return;
+  }
+  // AMD Zen 4/5 issue vdpbf16ps (two bf16 products a lane) at the rate of an fp32 FMA, so the dot
+  // kernels read half the bytes at the same arithmetic rate. Intel (Sapphire/Emerald Rapids)
+  // issues it at half the FMA rate, and converting bf16 to fp32 while packing and running the
+  // fp32 kernels is faster there.
+  c.policy[i] = c.cpu.vendor == Vendor::kAmd;
+  c.policy_reason[i] = c.policy[i] ? "AMD: vdpbf16ps at the fp32 FMA rate"
+                                   : "not AMD: vdpbf16ps at half the fp32 FMA rate";
+}
+
+}  // namespace
+
+std::string describe(const Capabilities& c) {
+  const char* vendor = c.cpu.vendor == Vendor::kIntel ? "intel"
+                       : c.cpu.vendor == Vendor::kAmd ? "amd"
+                                                      : "other";
+  std::string s = std::string("isa=") + tier_name(c.tier);
+  s += ";cap=" + (c.cap_note.empty() ? std::string("none") : c.cap_note);
+  s += std::string(";cpu=") + vendor + " family " + std::to_string(c.cpu.family) + " model " +
+       std::to_string(c.cpu.model);
+  s += ";features=" + c.usable.names();
+  if (c.cpu.amx_refused) s += ";amx=refused by the OS (arch_prctl XTILEDATA)";
+  s += ";policies=";
+  for (int i = 0; i < kPolicyCount; ++i) {
+    if (i) s += ',';
+    s += std::string(kPolicyNames[i]) + ":" + (c.policy[i] ? "on" : "off") + "(" +
+         c.policy_reason[i] + ")";
+  }
+  return s;
+}
+
+const char* tier_name(Tier t) {
+  const int i = static_cast<int>(t);
+  return i >= 0 && i < kTierCount ? kTierNames[i] : "unknown";
+}
+
+bool tier_by_name(const char* name, Tier* t) {
+  if (name == nullptr) return false;
+  for (int i = 0; i < kTierCount; ++i)
+    if (std::strcmp(name, kTierNames[i]) == 0) {
+      *t = static_cast<Tier>(i);
+      return true;
+    }
+  return false;
+}
+
+FeatureSet tier_features(Tier t) {
+  switch (t) {
+    case Tier::kNone:
+      return {};
+    case Tier::kAvx2:
+      return kAvx2Features;
+    case Tier::kAvx512:
+      return kAvx512Features;
+    case Tier::kAvx512Bf16:
+      return kAvx512Bf16Features;
+    case Tier::kAmx:
+      return kAmxFeatures;
+  }
+  return {};
+}
+
+const char* policy_name(Policy p) {
+  const int i = static_cast<int>(p);
+  return i >= 0 && i < kPolicyCount ? kPolicyNames[i] : "unknown";
+}
+
+bool policy_by_name(const char* name, Policy* p) {
+  if (name == nullptr) return false;
+  for (int i = 0; i < kPolicyCount; ++i)
+    if (std::strcmp(name, kPolicyNames[i]) == 0) {
+      *p = static_cast<Policy>(i);
+      return true;
+    }
+  return false;
+}
+
+Capabilities decide(const CpuReading& cpu, const Switches& sw) {
+  Capabilities c;
+  c.cpu = cpu;
+  apply_cap(c, sw.max_isa, sw.no_avx512);
+  decide_bf16_dot(c, sw.bf16_dot);
+  return c;
+}
+
+const Capabilities& capabilities() {
+  static const Capabilities c = decide(
+      read_cpu(), Switches{std::getenv("ACLNN_CPU_MAX_ISA"), std::getenv("ACLNN_CPU_NO_AVX512"),
+                           std::getenv("ACLNN_CPU_BF16_DOT")});
+  return c;
+}
+
+const std::string& describe() {
+  static const std::string s = describe(capabilities());
+  return s;
+}
+
+}  // namespace aclnn_cpu::cpu
