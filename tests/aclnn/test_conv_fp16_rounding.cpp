@@ -70,7 +70,9 @@ bool RunsHere(const std::string& algo) {
   return false;
 }
 
-// Forces `algo`, checks both ways against the rounded reference, and that `algo` ran `primitive`.
+// Forces `algo`, checks both ways against the rounded reference, and that `algo` ran `primitive`
+// where its kernels run at the tier in force (elsewhere, ctest's _maxnone run, that it never ran:
+// the planner's fallback computed the same values).
 void ExpectForcedMatches(const ConvCase& c, const std::string& algo, const std::string& primitive) {
   ScopedEnv force("ACLNN_CPU_CONV_ALGO", algo);
   ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
@@ -78,7 +80,8 @@ void ExpectForcedMatches(const ConvCase& c, const std::string& algo, const std::
   EXPECT_TRUE(acltest::CheckConvBackward(c));
   EXPECT_TRUE(acltest::CheckConvForward(c));
   const std::string log = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(log.find("," + primitive + "," + algo + ","), std::string::npos) << log.substr(0, 2000);
+  const bool ran = log.find("," + primitive + "," + algo + ",") != std::string::npos;
+  EXPECT_EQ(ran, RunsHere(algo)) << "tier " << acltest::IsaInForce() << "\n" << log.substr(0, 2000);
 }
 
 // c's geometry and mask with fp16 inputs (values of their own), `algo` forced: the same

@@ -34,7 +34,7 @@ Fit plan(const Problem& p) {
   f.b.cblock = block_size(Cig, pieces_wanted(p));
   // Converting: the dy chunk [Cog, cols] shares the column chunk's budget.
   const int64_t chunk_rows = f.b.cblock * K + (p.converts ? g.cout_g() : 0);
-  f.b.cols = chunk_columns(chunk_rows, g.out_size(), p.fp64 ? 8 : 4, 1);
+  f.b.cols = chunk_columns(p, chunk_rows, g.out_size(), p.fp64 ? 8 : 4, 1);
   f.b.slot_elems = chunk_rows * f.b.cols;
   if (f.b.pack_elems > 0 && f.b.cblock == Cig) {  // w^T of every group packed once
     f.b.shared_elems = g.groups * gemm::packed_a_elems(g.col_rows(), g.cout_g());

@@ -29,7 +29,7 @@ Fit plan_forward(const Problem& p) {
   f.reason = "general lowering (explicit column chunks)";
   const ConvGeometry& g = p.g;
   f.b.pack_elems = p.own_gemm() ? gemm::pack_elems() : 0;
-  f.b.cols = chunk_columns(g.col_rows(), g.out_size(), elem_bytes(p), pieces_wanted(p));
+  f.b.cols = chunk_columns(p, g.col_rows(), g.out_size(), elem_bytes(p), pieces_wanted(p));
   f.b.slot_elems = g.col_rows() * f.b.cols;
   f.b.shared_elems = weights_f32_elems(p);
   return f;
@@ -52,7 +52,7 @@ Fit plan_weight(const Problem& p) {
   const ConvGeometry& g = p.g;
   f.b.pack_elems = p.own_gemm() ? gemm::pack_elems() : 0;
   plan_weight_split(p, elem_bytes(p), gemm_weight_cblock(p), f.b);
-  f.b.cols = chunk_columns(f.b.cblock * g.k_size(), g.out_size(), elem_bytes(p), 1);
+  f.b.cols = chunk_columns(p, f.b.cblock * g.k_size(), g.out_size(), elem_bytes(p), 1);
   f.b.slot_elems = f.b.cblock * g.k_size() * f.b.cols;
   if (p.converts) f.b.slot_elems += g.cout_g() * f.b.cols;  // then the dy chunk, converted
   f.b.slot_elems += planes_elems(p, f.b);                   // then x's planes, converted

@@ -1,5 +1,6 @@
 #include "conv/algo_support.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
@@ -78,11 +79,33 @@ int64_t block_budget(int64_t bytes) {
   return small_blocks() ? 1 : bytes;
 }
 
-int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t want) {
+namespace {
+
+// Columns of `rows` rows that fit `budget_bytes` a slot, within [16, total / want].
+int64_t columns_within(int64_t budget_bytes, int64_t rows, int64_t total, int64_t elem_bytes,
+                       int64_t want) {
   if (total <= 0) return 1;
-  int64_t cols = rows > 0 ? block_budget(kColumnBudgetBytes) / (rows * elem_bytes) : total;
+  int64_t cols = rows > 0 ? block_budget(budget_bytes) / (rows * elem_bytes) : total;
   cols = std::min(cols, ceil_div(total, std::max<int64_t>(1, want)));
   return std::clamp<int64_t>(cols, std::min(kMinColumns, total), total);
+}
+
+}  // namespace
+
+int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t want) {
+  return columns_within(kColumnBudgetBytes, rows, total, elem_bytes, want);
+}
+
+int64_t chunk_columns(const Problem& p, int64_t rows, int64_t total, int64_t elem_bytes,
+                      int64_t want) {
+  const ConvGeometry& g = p.g;
+  // Converted inputs may be 16-bit as stored (the bound is on the tensors' own bytes).
+  const int64_t stored_bytes = p.converts ? 2 : elem_bytes;
+  const int64_t largest = std::max({g.N * g.C_in * g.in_size(), g.N * g.C_out * g.out_size(),
+                                    g.C_out * g.cin_g() * g.k_size()}) *
+                          stored_bytes;
+  const int64_t slot_bytes = std::min(kColumnBudgetBytes, largest / std::max(1, p.slots));
+  return columns_within(slot_bytes, rows, total, elem_bytes, want);
 }
 
 int64_t gemm_weight_cblock(const Problem& p) {

@@ -90,6 +90,13 @@ bool small_blocks();
 // Columns per chunk of a column matrix with `rows` rows: about 2 MiB per thread, at least 16
 // (unless the matrix is narrower), at most total / want (rounded up).
 int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t want);
+// The same for the column chunks of problem `p`, whose slots together hold no more than its
+// largest tensor (x, w or dy; as 16-bit where inputs are converted) where that is under 2 MiB a
+// slot: a small problem's chunks (the
+// weight gradient's of ct2d_decoder on OpenBLAS: 1 MiB a slot for a 512 KiB tensor) would
+// otherwise take the workspace past twice its largest tensor, the bound phase 1 keeps.
+int64_t chunk_columns(const Problem& p, int64_t rows, int64_t total, int64_t elem_bytes,
+                      int64_t want);
 inline bool unit_stride(const ConvGeometry& g) {
   return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
 }
