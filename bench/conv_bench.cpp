@@ -1,8 +1,8 @@
 // Google Benchmark suite of the performance issue: phase 1 + phase 2 of aclnnConvolutionBackward
 // (all three outputs) or aclnnConvTbcBackward, inputs already in memory, workspace allocated once
 // outside the timed loop. Every case in fp32 ("<case>"), bf16 ("<case>/bf16"), fp16
-// ("<case>/f16") and fp32 with cubeMathType USE_FP16 ("<case>/usefp16"). Counters: GFLOPS = (2 * MACs(grad_input) + 2 * MACs(grad_weight))
-// / time, and the workspace bytes phase 1 asked for.
+// ("<case>/f16") and fp32 with cubeMathType USE_FP16 ("<case>/usefp16"). Counters: GFLOPS = (2 *
+// MACs(grad_input) + 2 * MACs(grad_weight)) / time, and the workspace bytes phase 1 asked for.
 //
 // Threads: every case runs inside a oneTBB task_arena of `--threads=N` (default 2; phase 1 sizes
 // its executor's arena from the calling arena), so `--threads=1` gives the scaling baseline under
@@ -55,9 +55,9 @@ struct Tensor {
       } else {  // bf16: the top half; fp16: a value in [-1, 1) built from its bits
         uint32_t bits;
         std::memcpy(&bits, &v, 4);
-        half[i] = dtype == ACL_BF16 ? static_cast<uint16_t>(bits >> 16)
-                                    : static_cast<uint16_t>((bits >> 31) << 15 | 0x3800 |
-                                                            (bits >> 13 & 0x3FF));
+        half[i] = dtype == ACL_BF16
+                      ? static_cast<uint16_t>(bits >> 16)
+                      : static_cast<uint16_t>((bits >> 31) << 15 | 0x3800 | (bits >> 13 & 0x3FF));
       }
     }
     std::vector<int64_t> strides(shape.size(), 1);
@@ -105,8 +105,10 @@ struct Variant {
   aclDataType dtype;
   int8_t cube;
 };
-constexpr Variant kVariants[] = {
-    {"", ACL_FLOAT, 0}, {"/bf16", ACL_BF16, 0}, {"/f16", ACL_FLOAT16, 0}, {"/usefp16", ACL_FLOAT, 2}};
+constexpr Variant kVariants[] = {{"", ACL_FLOAT, 0},
+                                 {"/bf16", ACL_BF16, 0},
+                                 {"/f16", ACL_FLOAT16, 0},
+                                 {"/usefp16", ACL_FLOAT, 2}};
 
 void run_case(benchmark::State& state, const Case& c, const Variant& v) {
   const std::vector<int64_t> y_shape = output_shape(c);

@@ -256,8 +256,8 @@ int main(int argc, char** argv) {
   for (const Case& c : aclbench::cases())
     for (dt type : {dt::f32, dt::bf16})
       for (bool reorders : {false, true}) {
-        const std::string name = c.name + (type == dt::f32 ? "/f32" : "/bf16") +
-                                 (reorders ? "/reorder" : "/prim");
+        const std::string name =
+            c.name + (type == dt::f32 ? "/f32" : "/bf16") + (reorders ? "/reorder" : "/prim");
         benchmark::RegisterBenchmark(name.c_str(), [&c, type, reorders](benchmark::State& s) {
           run_case(s, c, type, reorders);
         })->Unit(benchmark::kMillisecond);

@@ -1,1 +1,2 @@
-// Host of the test executables' shared precompiled header (tests/CMakeLists.txt); no code of its own.
+// Host of the test executables' shared precompiled header (tests/CMakeLists.txt); no code of its
+// own.

@@ -4,19 +4,15 @@
  *
  *   ACLNN_CPU_VERBOSE=1                one line per primitive on stderr at phase 1
  *                                      ("aclnn_cpu_verbose,plan,<api>,<primitive>,<algorithm>,
- *                                      <geometry>,threads=..,workspace=..,isa=..,<reason>") and at
+ *                                      <geometry>,threads=..,workspace=..,isa=..,bf16_dot=..,
+ *                                      blocking=..,<reason>") and at
  *                                      phase 2
  *                                      ("aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms>")
  *   ACLNN_CPU_CONV_ALGO=name[,name..]  forces the named algorithms wherever they can compute the
  *                                      problem (cost rules lifted), e.g. to test or compare them
  *
- * and one, read once per process, caps the instruction set of the kernels ("isa=" above: avx512,
- * avx2 or none, the widest this CPU runs by default):
- *
- *   ACLNN_CPU_MAX_ISA=avx2 | none      avx2: no AVX-512 kernels (the GEMM lowerings run their
- *                                      AVX2 + FMA kernels, the direct ones do not apply); none:
- *                                      OpenBLAS and portable C++ only. ACLNN_CPU_NO_AVX512=1 is
- *                                      ACLNN_CPU_MAX_ISA=avx2.
+ * The plan line's "isa=" is the tier in force and "bf16_dot=" the bf16 policy: what the CPU
+ * offers within the caps ACLNN_CPU_MAX_ISA and ACLNN_CPU_BF16_DOT (aclnn/aclnn_cpu_isa.h).
  *
  * The functions below list the registered algorithms (plus "tbc_gemm", the time-major 1-d path
  * that serves all three primitives at once). */
@@ -34,7 +30,8 @@ ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmCount(void);
 /* Name of algorithm `index` (0 <= index < count), e.g. "grid_direct"; NULL out of range. */
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index);
 /* 1 when algorithm `index` can run on this CPU (some need AVX2 + FMA or AVX-512, within
- * ACLNN_CPU_MAX_ISA), else 0 (also out of range). Elsewhere it never applies, even when forced. */
+ * ACLNN_CPU_MAX_ISA: aclnn/aclnn_cpu_isa.h), else 0 (also out of range). Elsewhere it never
+ * applies, even when forced. */
 ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index);
 /* Its primitive: "forward", "backward_data", "backward_weight" or "all" (tbc_gemm); NULL out of
  * range. */

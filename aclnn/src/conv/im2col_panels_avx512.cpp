@@ -95,7 +95,6 @@ void Im2colPanels::pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, fl
   }
 }
 
-
 void GridPanels::pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
   const int64_t panels = (n + kNR - 1) / kNR;
   const int64_t last = n - (panels - 1) * kNR;  // columns of the last panel (1 .. 48)
