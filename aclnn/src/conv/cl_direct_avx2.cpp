@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "conv/cl_direct.h"
+#include "int_math.h"
 
 #include "gemm/target_avx2_begin.h"
 
@@ -28,10 +29,6 @@
 
 namespace aclnn_cpu::conv {
 namespace {
-
-inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 
 // acc1[u] += w * xb with the weight vector w read from memory by the FMA itself. Compilers hold a
 // vector read by several FMAs in a register instead, and the 16 ymm registers are taken.

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "conv/cl_direct.h"
+#include "int_math.h"
 
 #include "gemm/target_avx512_begin.h"
 // GCC 12 sees the intrinsics' internal __Y as uninitialized in the transposes.
@@ -19,10 +20,6 @@
 
 namespace aclnn_cpu::conv {
 namespace {
-
-inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 
 // acc += w * broadcast(*x), the broadcast folded into the FMA as its memory operand ({1to16}).
 // Compilers load a value broadcast into several FMAs once into a register instead (a separate

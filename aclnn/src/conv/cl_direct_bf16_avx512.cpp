@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "conv/cl_direct_bf16.h"
+#include "int_math.h"
 
 #include "gemm/target_avx512bf16_begin.h"
 // GCC 12 sees the intrinsics' internal __Y as uninitialized in the transposes.
@@ -25,10 +26,6 @@
 
 namespace aclnn_cpu::conv {
 namespace {
-
-inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 
 // acc + the lanes' pair dot of w with the unit *p broadcast from memory: vdpbf16ps's {1to16}
 // operand, one instruction where the intrinsics give two (GCC 12 does not fold the

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "conv/direct_grid.h"
+#include "int_math.h"
 
 #include "gemm/target_avx2_begin.h"
 
@@ -30,10 +31,6 @@ constexpr int kHalf = 4;                               // output channels per ti
 constexpr int kPV = 3;                                 // 8-column vectors per tile
 constexpr int64_t kTileCols = 8 * kPV;
 constexpr int64_t kReuseBytes = int64_t{128} << 10;  // a quarter of Zen 3's L2
-
-inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 
 // acc[o][v] = sum_{c, t} w[c][t][o] * x[c * plane + off[t] + at[v] + lane] for OB (<= 4) output
 // channels of a packed block (w points at the block's first channel of this half) and PV vectors

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "conv/direct_grid.h"
+#include "int_math.h"
 
 // The whole file is compiled for AVX-512 (clang spells GCC's target pragma differently).
 #if defined(__clang__)
@@ -29,10 +30,6 @@ constexpr int kOB = static_cast<int>(kDirectOcBlock);  // forward: output channe
 constexpr int kPV = 3;                                 // forward: 16-column vectors per tile
 constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 output channels)
 constexpr int64_t kWC4 = 6;  // ... per tile of 64 output channels
-
-inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 
 // acc[o][v] = sum_{c, t} w[o][c][t] * x[c * plane + off[t] + 16 v + lane] for OB output channels
 // (the first OB of a packed block of 8) and PV vectors of columns; with kTail, `mask[v]` selects

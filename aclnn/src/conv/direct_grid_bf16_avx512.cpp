@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "conv/direct_grid.h"
+#include "int_math.h"
 
 // The whole file is compiled for AVX-512 with BF16.
 #include "gemm/target_avx512bf16_begin.h"
@@ -29,10 +30,6 @@ namespace {
 constexpr int kOB = static_cast<int>(kDirectOcBlock);  // forward: output channels per tile
 constexpr int kPV = 3;                                 // forward: 16-column vectors per tile
 constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 output channels)
-
-inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 
 // acc[o][v] = sum_{c2, t} w2[o][c2][t] . x2[c2 * plane + off[t] + 16 v + lane]: each unit of x2
 // is the bf16 pair of channels (2 c2, 2 c2 + 1) at one grid column, each unit of w2 the matching

@@ -19,15 +19,16 @@ namespace {
 
 // In order of preference: the specialised direct kernels first, the general lowerings last (the
 // last of each list applies to every geometry and dtype).
-const Algorithm* const kForward[] = {
+constexpr const Algorithm* kForward[] = {
     &kDepthwiseForward,  &kPointwiseForward, &kStridedDirectForward, &kClDirectForward,
     &kGridDirectForward, &kGridGemmForward,  &kImplicitGemmForward,  &kIm2colGemmForward};
-const Algorithm* const kData[] = {&kDepthwiseData,        &kPointwiseData,      &kClDirectData,
-                                  &kClDirectBf16Data,     &kGridDirectData,     &kFlipGridGemmData,
-                                  &kFlipImplicitGemmData, &kFlipIm2colGemmData, &kCol2imGemmData};
-const Algorithm* const kWeight[] = {&kDepthwiseWeight,  &kPointwiseWeight, &kStridedDirectWeight,
-                                    &kGridDirectWeight, &kGridGemmWeight,  &kImplicitGemmWeight,
-                                    &kIm2colGemmWeight};
+constexpr const Algorithm* kData[] = {
+    &kDepthwiseData,        &kPointwiseData,      &kClDirectData,
+    &kClDirectBf16Data,     &kGridDirectData,     &kFlipGridGemmData,
+    &kFlipImplicitGemmData, &kFlipIm2colGemmData, &kCol2imGemmData};
+constexpr const Algorithm* kWeight[] = {
+    &kDepthwiseWeight, &kPointwiseWeight,    &kStridedDirectWeight, &kGridDirectWeight,
+    &kGridGemmWeight,  &kImplicitGemmWeight, &kIm2colGemmWeight};
 // Every registered algorithm, derived from the three lists (forward, data, weight).
 template <size_t F, size_t D, size_t W>
 constexpr std::array<const Algorithm*, F + D + W> concat(const Algorithm* const (&f)[F],

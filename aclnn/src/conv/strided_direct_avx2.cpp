@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "conv/strided_direct.h"
+#include "int_math.h"
 
 #include "gemm/target_avx2_begin.h"
 
@@ -59,10 +60,6 @@ constexpr Tile kTileList[] = {nullptr, forward_tile<V, P>...};
 constexpr const Tile* kTiles[kMaxV + 1] = {
     nullptr, kTileList<1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>, kTileList<2, 1, 2, 3, 4, 5, 6>,
     kTileList<3, 1, 2, 3, 4>};
-
-inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 
 }  // namespace
 

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "gemm/sgemm.h"
+#include "int_math.h"
 
 #include "gemm/target_avx2_begin.h"
 
@@ -38,10 +39,6 @@ constexpr int64_t kKC = 128;
 constexpr int64_t kMC = 128;  // multiple of kMR
 constexpr int64_t kNC = 480;  // multiple of kNR
 static_assert(kKC <= kMaxPanelDepth && kNR == kPanelCols);
-
-inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 
 // An element as packed: as stored, or (kFp16: a Mat's fp16 flag) rounded to fp16 to nearest even
 // and widened back (half.h's round_to_half; F16C's conversion is exactly that), so USE_FP16 on
