@@ -5,8 +5,6 @@
 #include <cstring>
 #include <sstream>
 #include <memory>
-#include <mutex>
-#include <set>
 
 #include "error.h"
 
@@ -20,26 +18,6 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
   for (size_t i = dims.size(); i-- > 1;)
     strides[i - 1] = strides[i] * std::max<int64_t>(dims[i], 1);
   return strides;
-}
-
-struct ExecutorRegistry {
-  std::mutex mutex;
-  std::set<aclOpExecutor*> live;
-};
-
-ExecutorRegistry& executors() {
-  static ExecutorRegistry* r = new ExecutorRegistry;
-  return *r;
-}
-
-// Takes a live executor out of the registry when it is to be consumed; otherwise leaves it.
-aclOpExecutor* find_live(aclOpExecutor* e, bool consume) {
-  auto& r = executors();
-  std::lock_guard lock(r.mutex);
-  auto it = r.live.find(e);
-  if (it == r.live.end()) return nullptr;
-  if (consume) r.live.erase(it);
-  return e;
 }
 
 // Builds a C array the caller frees with delete[] (CANN's getter contract).
@@ -240,43 +218,6 @@ const char* format_name(aclFormat format) {
     default:
       return "UNKNOWN";
   }
-}
-
-aclOpExecutor* register_executor(aclOpExecutor* executor) {
-  auto& r = executors();
-  std::lock_guard lock(r.mutex);
-  r.live.insert(executor);
-  return executor;
-}
-
-aclnnStatus launch(const char* api, void* workspace, uint64_t workspace_size,
-                   aclOpExecutor* executor, aclrtStream stream) {
-  return guard_aclnn(api, [&] {
-    check(executor != nullptr, ACLNN_ERR_PARAM_NULLPTR, "executor is null");
-    // Peek first: a failed launch (bad workspace or stream) leaves the executor usable.
-    check(find_live(executor, false) != nullptr, ACLNN_ERR_PARAM_INVALID, "executor ", executor,
-          " is not live: it was already consumed by a launch (call aclSetAclOpExecutorRepeatable "
-          "to launch it again) or destroyed");
-    check(executor->api == api, ACLNN_ERR_PARAM_INVALID, "executor was made by ", executor->api,
-          "GetWorkspaceSize, not by ", api, "GetWorkspaceSize");
-    check(workspace_size >= executor->workspace_bytes, ACLNN_ERR_PARAM_INVALID, "workspaceSize ",
-          workspace_size, " is smaller than the ", executor->workspace_bytes,
-          " bytes phase 1 asked for");
-    check(workspace != nullptr || executor->workspace_bytes == 0, ACLNN_ERR_PARAM_NULLPTR,
-          "workspace is null but ", executor->workspace_bytes, " bytes are needed");
-    check(stream_is_valid(stream), ACLNN_ERR_PARAM_INVALID, "stream ", stream,
-          " is not a live stream");
-    const bool consume = !executor->repeatable;
-    if (consume && find_live(executor, true) == nullptr) {
-      fail(ACLNN_ERR_PARAM_INVALID, "executor was consumed concurrently by another launch");
-    }
-    struct Deleter {
-      aclOpExecutor* e;
-      ~Deleter() { delete e; }
-    } deleter{consume ? executor : nullptr};
-    executor->run(workspace);
-    return ACLNN_SUCCESS;
-  });
 }
 
 }  // namespace aclnn_cpu
@@ -487,26 +428,6 @@ aclnnStatus aclGetTensorListSize(const aclTensorList* tensorList, uint64_t* size
   if (!tensorList || !size) return ACLNN_ERR_PARAM_NULLPTR;
   *size = tensorList->tensors.size();
   return ACLNN_SUCCESS;
-}
-
-aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
-  return guard_aclnn("aclSetAclOpExecutorRepeatable", [&] {
-    check(executor != nullptr, ACLNN_ERR_PARAM_NULLPTR, "executor is null");
-    check(find_live(executor, false) != nullptr, ACLNN_ERR_PARAM_INVALID, "executor ", executor,
-          " is not live (already consumed or destroyed)");
-    executor->repeatable = true;
-    return ACLNN_SUCCESS;
-  });
-}
-
-aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
-  return guard_aclnn("aclDestroyAclOpExecutor", [&] {
-    if (executor == nullptr) return ACLNN_SUCCESS;
-    check(find_live(executor, true) != nullptr, ACLNN_ERR_PARAM_INVALID, "executor ", executor,
-          " is not live (already consumed or destroyed)");
-    delete executor;
-    return ACLNN_SUCCESS;
-  });
 }
 
 }  // extern "C"
