@@ -5,14 +5,19 @@
 // their error paths, sometimes with a stream that was never created) yields an error code and a
 // message, never a crash. Streams execute at launch: aclnn phase 2 runs synchronously on the
 // calling thread, so by the time aclrtSynchronizeStream is called the work is done.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "acl/acl.h"
+#include "asan.h"
 #include "error.h"
 #include "meta.h"
 #include "runtime_options.h"
@@ -29,6 +34,20 @@ struct Allocation {
   AllocKind kind;
 };
 
+// Memory released with aclrtFree / aclrtFreeHost is not given back to the C heap at once but kept
+// in a quarantine, so a later aclrtMemcpy / aclrtMemset through a stale pointer finds it there and
+// is refused: were it freed, the heap could hand the addresses to anything, and a pointer the
+// runtime does not know is taken for the caller's host memory. The oldest blocks leave first,
+// once more than kQuarantineBlocks are held or their resident bytes exceed kQuarantineBytes;
+// their whole pages are returned to the system at once (only the address range stays reserved).
+constexpr size_t kQuarantineBlocks = 4096;
+constexpr size_t kQuarantineBytes = size_t{64} << 20;
+struct Quarantined {
+  const char* base;
+  Allocation a;
+  size_t resident;  // bytes still backed by memory after the pages were dropped
+};
+
 struct StreamImpl {
   int32_t device;
 };
@@ -39,6 +58,9 @@ struct Runtime {
   int32_t current_device = -1;  // process-wide (see aclrtSetDevice)
   std::set<StreamImpl*> streams;
   std::map<const char*, Allocation> allocations;  // keyed by base address
+  std::map<const char*, Allocation> freed;        // the quarantine, keyed by base address
+  std::deque<Quarantined> freed_order;            // the quarantine, oldest first
+  size_t freed_resident = 0;
   // aclSysParamOpt values of the current device's default context (index = opt); the context
   // dies with aclrtResetDevice / aclFinalize, and its successor starts at 0.
   int64_t sys_params[2] = {0, 0};
@@ -59,17 +81,61 @@ const char* kind_name(AllocKind k) {
   return k == AllocKind::Device ? "aclrtMalloc" : "aclrtMallocHost";
 }
 
-// The allocation containing [p, p + count), if p lies inside one; throws when the range overruns.
+// The block of `blocks` whose [base, base + size) contains p, if any.
+const std::pair<const char* const, Allocation>* containing(
+    const std::map<const char*, Allocation>& blocks, const char* p) {
+  auto it = blocks.upper_bound(p);
+  if (it == blocks.begin()) return nullptr;
+  --it;
+  return static_cast<size_t>(p - it->first) < it->second.size ? &*it : nullptr;
+}
+
+// Throws when [p, p + count) overruns the allocation containing p, or p lies in a released one;
+// a pointer in neither is the caller's host memory.
 void check_range(const Runtime& r, const void* p, size_t count, const char* param) {
   const char* c = static_cast<const char*>(p);
-  auto it = r.allocations.upper_bound(c);
-  if (it == r.allocations.begin()) return;  // not runtime memory: the caller vouches for it
-  --it;
-  const size_t start = static_cast<size_t>(c - it->first);
-  if (start >= it->second.size) return;  // past that allocation: not ours
-  check(count <= it->second.size - start, ACL_ERROR_INVALID_PARAM, param, " ", p, " lies in a ",
-        it->second.size, "-byte buffer from ", kind_name(it->second.kind), " at offset ", start,
-        ", so only ", it->second.size - start, " bytes are available but count is ", count);
+  if (const auto* f = containing(r.freed, c)) {
+    fail(ACL_ERROR_INVALID_PARAM,
+         cat(param, " ", p, " lies in a ", f->second.size, "-byte buffer from ",
+             kind_name(f->second.kind), " at offset ", c - f->first,
+             " that was already released; allocate a live buffer"));
+  }
+  const auto* a = containing(r.allocations, c);
+  if (a == nullptr) return;  // not runtime memory: the caller vouches for it
+  const size_t start = static_cast<size_t>(c - a->first);
+  check(count <= a->second.size - start, ACL_ERROR_INVALID_PARAM, param, " ", p, " lies in a ",
+        a->second.size, "-byte buffer from ", kind_name(a->second.kind), " at offset ", start,
+        ", so only ", a->second.size - start, " bytes are available but count is ", count);
+}
+
+// Returns the whole pages inside a released block to the system; returns the bytes that stay
+// resident. The first and last pages are kept: the heap's bookkeeping may share them.
+size_t drop_pages(char* p, size_t size) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + 2 * page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + size) / page * page - page;
+  if (end <= b) return size;
+  if (madvise(reinterpret_cast<void*>(b), end - b, MADV_DONTNEED) != 0) return size;
+  return size - (end - b);
+}
+
+// Puts a released block into the quarantine and frees what leaves it (r.mutex held). Under ASan
+// the block is poisoned meanwhile, so a kernel reading it through a stale tensor is still reported.
+void quarantine(Runtime& r, char* p, Allocation a) {
+  const size_t resident = drop_pages(p, a.size);
+  ASAN_POISON_MEMORY_REGION(p, a.size);
+  r.freed[p] = a;
+  r.freed_order.push_back({p, a, resident});
+  r.freed_resident += resident;
+  while (r.freed_order.size() > kQuarantineBlocks ||
+         (r.freed_resident > kQuarantineBytes && r.freed_order.size() > 1)) {
+    const Quarantined& q = r.freed_order.front();
+    r.freed_resident -= q.resident;
+    r.freed.erase(q.base);
+    ASAN_UNPOISON_MEMORY_REGION(q.base, q.a.size);
+    std::free(const_cast<char*>(q.base));
+    r.freed_order.pop_front();
+  }
 }
 
 aclError allocate(void** ptr, size_t size, AllocKind kind) {
@@ -96,8 +162,9 @@ aclError release(void* ptr, AllocKind kind) {
         " was not returned by ", kind_name(kind), " or was already freed");
   check(it->second.kind == kind, ACL_ERROR_INVALID_PARAM, "pointer ", ptr, " was allocated by ",
         kind_name(it->second.kind), "; free it with the matching function");
+  const Allocation a = it->second;
   r.allocations.erase(it);
-  std::free(ptr);
+  quarantine(r, static_cast<char*>(ptr), a);
   return ACL_SUCCESS;
 }
 

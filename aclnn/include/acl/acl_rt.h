@@ -61,7 +61,8 @@ ACL_FUNC_VISIBILITY aclError aclrtFree(void* devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void** hostPtr, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void* hostPtr);
 /* Copies `count` bytes; fails with ACL_ERROR_INVALID_PARAM when count > destMax or a pointer is
- * null, and when a pointer the runtime allocated is too small for `count`. */
+ * null, when a pointer the runtime allocated is too small for `count`, and when a pointer lies in
+ * a buffer already released with aclrtFree / aclrtFreeHost. */
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                                          aclrtMemcpyKind kind);
 ACL_FUNC_VISIBILITY aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value,
