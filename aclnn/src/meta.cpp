@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "error.h"
+#include "handles.h"
 
 namespace aclnn_cpu {
 namespace {
@@ -30,13 +31,14 @@ aclnnStatus copy_out(const std::vector<int64_t>& v, int64_t** out, uint64_t* n) 
 
 // The three aclCreate*Array functions: copy `size` values (value may be null only when size is 0).
 template <typename Array, typename Elem>
-Array* create_array(const char* api, const Elem* value, uint64_t size) {
+Array* create_array(const char* api, HandleKind kind, const Elem* value, uint64_t size) {
   Array* result = nullptr;
   guard_aclnn(api, [&] {
     check(value != nullptr || size == 0, ACLNN_ERR_PARAM_NULLPTR, "value is null but size is ",
           size);
     auto a = std::make_unique<Array>();
     a->values.assign(value, value + size);
+    register_handle(a.get(), kind);
     result = a.release();
     return ACLNN_SUCCESS;
   });
@@ -64,6 +66,31 @@ void check_view_inside_storage(const aclTensor& t) {
         static_cast<int64_t>(std::min<__int128>(last, INT64_MAX)), " but storageDims ",
         shape_str(t.storage_dims), " hold only ",
         static_cast<uint64_t>(std::min<__int128>(storage, UINT64_MAX)), " elements");
+}
+
+// The aclDestroy* functions: null is accepted (0); anything else must be a live object of `kind`
+// (a second destroy is refused, not a second delete).
+template <typename T>
+aclnnStatus destroy(const char* api, const T* p, HandleKind kind, const char* param) {
+  return guard_aclnn(api, [&] {
+    if (p == nullptr) return ACLNN_SUCCESS;
+    unregister_handle(p, kind, param);
+    delete p;
+    return ACLNN_SUCCESS;
+  });
+}
+
+// The getters: the outputs must be non-null and the object live; then body() reads it.
+template <typename Body>
+aclnnStatus get(const char* api, const void* object, HandleKind kind, const char* param,
+                std::initializer_list<const void*> outs, Body&& body) {
+  return guard_aclnn(api, [&] {
+    check(object != nullptr, ACLNN_ERR_PARAM_NULLPTR, param, " is null");
+    for (const void* out : outs)
+      check(out != nullptr, ACLNN_ERR_PARAM_NULLPTR, "an output pointer is null");
+    require_live(object, kind, param);
+    return body();
+  });
 }
 
 }  // namespace
@@ -275,6 +302,7 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
     t->dtype = dataType;
     t->format = format;
     t->data = tensorData;
+    register_handle(t.get(), HandleKind::kTensor);
     result = t.release();
     return ACLNN_SUCCESS;
   });
@@ -317,6 +345,7 @@ aclScalar* aclCreateScalar(void* value, aclDataType dataType) {
                  ") is not supported for scalars"));
     }
     if (dataType != ACL_FLOAT && dataType != ACL_DOUBLE) s->value = double(s->int_value);
+    register_handle(s.get(), HandleKind::kScalar);
     result = s.release();
     return ACLNN_SUCCESS;
   });
@@ -324,13 +353,13 @@ aclScalar* aclCreateScalar(void* value, aclDataType dataType) {
 }
 
 aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
-  return create_array<aclIntArray>("aclCreateIntArray", value, size);
+  return create_array<aclIntArray>("aclCreateIntArray", HandleKind::kIntArray, value, size);
 }
 aclFloatArray* aclCreateFloatArray(const float* value, uint64_t size) {
-  return create_array<aclFloatArray>("aclCreateFloatArray", value, size);
+  return create_array<aclFloatArray>("aclCreateFloatArray", HandleKind::kFloatArray, value, size);
 }
 aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
-  return create_array<aclBoolArray>("aclCreateBoolArray", value, size);
+  return create_array<aclBoolArray>("aclCreateBoolArray", HandleKind::kBoolArray, value, size);
 }
 
 aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size) {
@@ -340,6 +369,7 @@ aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size)
           size);
     auto l = std::make_unique<aclTensorList>();
     l->tensors.assign(value, value + size);
+    register_handle(l.get(), HandleKind::kTensorList);
     result = l.release();
     return ACLNN_SUCCESS;
   });
@@ -347,87 +377,90 @@ aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size)
 }
 
 aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
-  delete tensor;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyTensor", tensor, HandleKind::kTensor, "tensor");
 }
 aclnnStatus aclDestroyScalar(const aclScalar* scalar) {
-  delete scalar;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyScalar", scalar, HandleKind::kScalar, "scalar");
 }
 aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
-  delete array;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyIntArray", array, HandleKind::kIntArray, "array");
 }
 aclnnStatus aclDestroyFloatArray(const aclFloatArray* array) {
-  delete array;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyFloatArray", array, HandleKind::kFloatArray, "array");
 }
 aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
-  delete array;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyBoolArray", array, HandleKind::kBoolArray, "array");
 }
 aclnnStatus aclDestroyTensorList(const aclTensorList* array) {
-  delete array;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyTensorList", array, HandleKind::kTensorList, "array");
 }
 
 aclnnStatus aclGetViewShape(const aclTensor* tensor, int64_t** viewDims, uint64_t* viewDimsNum) {
-  if (!tensor || !viewDims || !viewDimsNum) return ACLNN_ERR_PARAM_NULLPTR;
-  return copy_out(tensor->view_dims, viewDims, viewDimsNum);
+  return get("aclGetViewShape", tensor, HandleKind::kTensor, "tensor", {viewDims, viewDimsNum},
+             [&] { return copy_out(tensor->view_dims, viewDims, viewDimsNum); });
 }
 
 aclnnStatus aclGetStorageShape(const aclTensor* tensor, int64_t** storageDims,
                                uint64_t* storageDimsNum) {
-  if (!tensor || !storageDims || !storageDimsNum) return ACLNN_ERR_PARAM_NULLPTR;
-  return copy_out(tensor->storage_dims, storageDims, storageDimsNum);
+  return get("aclGetStorageShape", tensor, HandleKind::kTensor, "tensor",
+             {storageDims, storageDimsNum},
+             [&] { return copy_out(tensor->storage_dims, storageDims, storageDimsNum); });
 }
 
 aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue,
                               uint64_t* stridesNum) {
-  if (!tensor || !stridesValue || !stridesNum) return ACLNN_ERR_PARAM_NULLPTR;
-  return copy_out(tensor->strides, stridesValue, stridesNum);
+  return get("aclGetViewStrides", tensor, HandleKind::kTensor, "tensor", {stridesValue, stridesNum},
+             [&] { return copy_out(tensor->strides, stridesValue, stridesNum); });
 }
 
 aclnnStatus aclGetViewOffset(const aclTensor* tensor, int64_t* offset) {
-  if (!tensor || !offset) return ACLNN_ERR_PARAM_NULLPTR;
-  *offset = tensor->offset;
-  return ACLNN_SUCCESS;
+  return get("aclGetViewOffset", tensor, HandleKind::kTensor, "tensor", {offset}, [&] {
+    *offset = tensor->offset;
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
-  if (!tensor || !format) return ACLNN_ERR_PARAM_NULLPTR;
-  *format = tensor->format;
-  return ACLNN_SUCCESS;
+  return get("aclGetFormat", tensor, HandleKind::kTensor, "tensor", {format}, [&] {
+    *format = tensor->format;
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetDataType(const aclTensor* tensor, aclDataType* dataType) {
-  if (!tensor || !dataType) return ACLNN_ERR_PARAM_NULLPTR;
-  *dataType = tensor->dtype;
-  return ACLNN_SUCCESS;
+  return get("aclGetDataType", tensor, HandleKind::kTensor, "tensor", {dataType}, [&] {
+    *dataType = tensor->dtype;
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
-  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
-  *size = array->values.size();
-  return ACLNN_SUCCESS;
+  return get("aclGetIntArraySize", array, HandleKind::kIntArray, "array", {size}, [&] {
+    *size = array->values.size();
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetFloatArraySize(const aclFloatArray* array, uint64_t* size) {
-  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
-  *size = array->values.size();
-  return ACLNN_SUCCESS;
+  return get("aclGetFloatArraySize", array, HandleKind::kFloatArray, "array", {size}, [&] {
+    *size = array->values.size();
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetBoolArraySize(const aclBoolArray* array, uint64_t* size) {
-  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
-  *size = array->values.size();
-  return ACLNN_SUCCESS;
+  return get("aclGetBoolArraySize", array, HandleKind::kBoolArray, "array", {size}, [&] {
+    *size = array->values.size();
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetTensorListSize(const aclTensorList* tensorList, uint64_t* size) {
-  if (!tensorList || !size) return ACLNN_ERR_PARAM_NULLPTR;
-  *size = tensorList->tensors.size();
-  return ACLNN_SUCCESS;
+  return get("aclGetTensorListSize", tensorList, HandleKind::kTensorList, "tensorList", {size},
+             [&] {
+               *size = tensorList->tensors.size();
+               return ACLNN_SUCCESS;
+             });
 }
 
 }  // extern "C"

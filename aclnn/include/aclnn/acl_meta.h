@@ -43,7 +43,9 @@ ACL_FUNC_VISIBILITY aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t
 ACL_FUNC_VISIBILITY aclTensorList* aclCreateTensorList(const aclTensor* const* value,
                                                        uint64_t size);
 
-/* Destroy functions accept NULL (returning 0). */
+/* Destroy functions accept NULL (returning 0). A pointer that is not a live object of the
+ * function's kind (destroyed already, of another kind, or never created) returns 161002 and sets
+ * aclGetRecentErrMsg; so do the getters, which return 161001 for a null object or output. */
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor* tensor);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalar(const aclScalar* scalar);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray* array);

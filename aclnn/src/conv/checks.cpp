@@ -7,6 +7,7 @@
 
 #include "aclnn/aclnn_cpu_extensions.h"
 #include "error.h"
+#include "handles.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -48,6 +49,18 @@ void require(const void* p, const char* name) {
 }
 void require(const void* p, const std::string& name) {
   require(p, name.c_str());
+}
+void require(const aclTensor* t, const char* name) {
+  require(static_cast<const void*>(t), name);
+  require_live(t, HandleKind::kTensor, name);
+}
+void require(const aclIntArray* a, const char* name) {
+  require(static_cast<const void*>(a), name);
+  require_live(a, HandleKind::kIntArray, name);
+}
+void require(const aclBoolArray* a, const char* name) {
+  require(static_cast<const void*>(a), name);
+  require_live(a, HandleKind::kBoolArray, name);
 }
 
 const char* dtype_str(aclDataType d) {
