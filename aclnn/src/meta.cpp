@@ -14,10 +14,31 @@ namespace {
 
 constexpr uint64_t kMaxDims = 8;  // CANN's limit on tensor rank
 
+// Refuses negative dims and, unless a dim is 0 (an empty tensor has 0 elements whatever the
+// others), an element count beyond int64: acl_meta.h promises NULL for both.
+void check_dims(const char* param, const std::vector<int64_t>& dims) {
+  bool empty = false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    check(dims[i] >= 0, ACLNN_ERR_PARAM_INVALID, param, " ", shape_str(dims), ": dim ", i, " = ",
+          dims[i], " is negative; dims must be >= 0");
+    empty = empty || dims[i] == 0;
+  }
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    check(empty || !__builtin_mul_overflow(n, d, &n), ACLNN_ERR_PARAM_INVALID, param, " ",
+          shape_str(dims), ": the element count overflows int64 (2^63 - 1)");
+  }
+}
+
+// Row-major strides of dims (>= 0; a 0 dim counts as 1, as in PyTorch), refused where a stride
+// overflows int64: then no tensor with these strides can be described.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * std::max<int64_t>(dims[i], 1);
+  for (size_t i = dims.size(); i-- > 1;) {
+    check(!__builtin_mul_overflow(strides[i], std::max<int64_t>(dims[i], 1), &strides[i - 1]),
+          ACLNN_ERR_PARAM_INVALID, "stride is null, but the row-major strides of viewDims ",
+          shape_str(dims), " overflow int64 (the product of dims ", i, ".. exceeds 2^63 - 1)");
+  }
   return strides;
 }
 
@@ -250,6 +271,8 @@ const char* format_name(aclFormat format) {
 }  // namespace aclnn_cpu
 
 int64_t aclTensor::numel() const {
+  // Validated at creation: the product fits unless a dim is 0, and then the others may be huge.
+  if (std::find(view_dims.begin(), view_dims.end(), 0) != view_dims.end()) return 0;
   int64_t n = 1;
   for (int64_t d : view_dims) n *= d;
   return n;
@@ -289,12 +312,14 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
           " is not an aclDataType");
     check(known_format(raw_enum(format)), ACLNN_ERR_PARAM_INVALID, "format ", raw_enum(format),
           " is not an aclFormat");
-    // Negative or overflowing shapes are stored as given: like CANN, the operator's phase 1 judges
-    // them and names the offending parameter. A view that provably reaches past its own storage
-    // is refused here already, where the caller made the mistake.
+    // Shapes that cannot describe memory (negative dims, element counts beyond int64) are refused
+    // here, where the caller made the mistake, as is a view that provably reaches past its own
+    // storage; the operator's phase 1 judges the rest (its own limits) by parameter name.
     auto t = std::make_unique<aclTensor>();
     t->view_dims.assign(viewDims, viewDims + viewDimsNum);
+    check_dims("viewDims", t->view_dims);
     t->storage_dims.assign(storageDims, storageDims + storageDimsNum);
+    check_dims("storageDims", t->storage_dims);
     t->strides = stride ? std::vector<int64_t>(stride, stride + viewDimsNum)
                         : contiguous_strides(t->view_dims);
     t->offset = offset;

@@ -30,7 +30,8 @@ typedef int32_t aclnnStatus;
  * elements; stride == NULL means contiguous row-major strides of viewDims. storageDims describe the
  * allocation (their product bounds every reachable element). Returns NULL (and sets
  * aclGetRecentErrMsg) on inconsistent arguments: null dims with a non-zero count, negative dims,
- * an element count that overflows, or a view reaching outside the storage. */
+ * an element count that overflows, row-major strides (stride == NULL) that overflow, or a view
+ * reaching outside the storage. */
 ACL_FUNC_VISIBILITY aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum,
                                                aclDataType dataType, const int64_t* stride,
                                                int64_t offset, aclFormat format,
