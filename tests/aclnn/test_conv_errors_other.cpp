@@ -137,6 +137,31 @@ TEST(ConvTbcBackwardErrors, DtypesAndFormats) {
   ExpectError(t.Run(), kInvalid, kTbcBwd, {"cubeMathType = 7"});
 }
 
+// An empty 3d problem whose per-sample output volume overflows int64: x [0, 1, 0, H, W] padded by
+// 2 in D has an output [0, 1, 4, H, W], 4 * H * W > 2^63 positions per sample for H = W near 2^31
+// (computed with a signed overflow before: UBSan's report in geometry.h). Refused with 161002,
+// forward and backward; the same empty problem with small H, W is accepted (nothing to compute).
+TEST(ConvForwardErrors, EmptyProblemWhoseVolumeOverflowsIsRefused) {
+  const int64_t big = 2147483646;
+  Fwd f;
+  // (Explicit strides: the row-major ones of the output would overflow; aclCreateTensor refuses.)
+  f.x = {{0, 1, 0, big, big}, ACL_FLOAT, ACL_FORMAT_NCDHW, {1, 1, 1, 1, 1}, 0, {1}};
+  f.w = {{1, 1, 1, 1, 1}};
+  f.b = {{1}};
+  f.y = {{0, 1, 4, big, big}, ACL_FLOAT, ACL_FORMAT_NCDHW, {1, 1, 1, 1, 1}, 0, {1}};
+  f.stride = {1, 1, 1}, f.padding = {2, 0, 0}, f.dilation = {1, 1, 1}, f.op = {0, 0, 0};
+  ExpectError(f.Run(), kInvalid, kFwd,
+              {"output spatial size 4 x 2147483646 x 2147483646 overflows int64"});
+  conformance::BwdCall b;
+  b.x = f.x, b.gx = f.x, b.w = b.gw = f.w, b.gy = f.y, b.gb = {{1}};
+  b.bias_sizes = {1}, b.stride = f.stride, b.padding = f.padding, b.dilation = f.dilation;
+  b.op = f.op;
+  ExpectError(b.Run(), kInvalid, "aclnnConvolutionBackward", {"overflows int64"});
+  f.x.shape = {0, 1, 0, 5, 5};
+  f.y.shape = {0, 1, 4, 5, 5};
+  EXPECT_EQ(f.Run().status, ACLNN_SUCCESS) << f.Run().msg;
+}
+
 TEST(ConvTbcBackwardErrors, PadAndShapes) {
   TbcBwd t;
   t.pad = 256;
