@@ -138,7 +138,20 @@ void quarantine(Runtime& r, char* p, Allocation a) {
   }
 }
 
+// The memory and stream calls need an initialised runtime, as in CANN (the host memory they
+// manage stays valid meanwhile: aclFinalize frees nothing, so a buffer freed after it is kept).
+void require_initialized(const Runtime& r) {
+  check(r.initialized, ACL_ERROR_UNINITIALIZE,
+        "the runtime is not initialised; call aclInit first (and again after aclFinalize)");
+}
+void require_initialized() {
+  auto& r = runtime();
+  std::lock_guard lock(r.mutex);
+  require_initialized(r);
+}
+
 aclError allocate(void** ptr, size_t size, AllocKind kind) {
+  require_initialized();
   check(ptr != nullptr, ACL_ERROR_INVALID_PARAM, "the output pointer is null");
   check(size > 0, ACL_ERROR_INVALID_PARAM, "size is 0; allocate at least one byte");
   check(size <= (size_t{1} << 46), ACL_ERROR_BAD_ALLOC, "size ", size,
@@ -154,9 +167,10 @@ aclError allocate(void** ptr, size_t size, AllocKind kind) {
 }
 
 aclError release(void* ptr, AllocKind kind) {
-  check(ptr != nullptr, ACL_ERROR_INVALID_PARAM, "the pointer is null");
   auto& r = runtime();
   std::lock_guard lock(r.mutex);
+  require_initialized(r);
+  check(ptr != nullptr, ACL_ERROR_INVALID_PARAM, "the pointer is null");
   auto it = r.allocations.find(static_cast<const char*>(ptr));
   check(it != r.allocations.end(), ACL_ERROR_INVALID_PARAM, "pointer ", ptr,
         " was not returned by ", kind_name(kind), " or was already freed");
@@ -371,6 +385,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
   return guard_rt("aclrtSynchronizeStream", [&] {
+    require_initialized();
     check(stream_is_valid(stream), ACL_ERROR_INVALID_PARAM, "stream ", stream,
           " is not a live stream");
     return ACL_SUCCESS;  // work ran at launch
@@ -401,6 +416,9 @@ aclError aclrtFreeHost(void* hostPtr) {
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                      aclrtMemcpyKind kind) {
   return guard_rt("aclrtMemcpy", [&] {
+    auto& r = runtime();
+    std::unique_lock lock(r.mutex);
+    require_initialized(r);
     const int32_t k = raw_enum(kind);  // any int a caller passed (see meta.h)
     check(k >= ACL_MEMCPY_HOST_TO_HOST && k <= ACL_MEMCPY_DEFAULT, ACL_ERROR_INVALID_PARAM, "kind ",
           k, " is not an aclrtMemcpyKind (0..4)");
@@ -408,12 +426,9 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
     check(src != nullptr, ACL_ERROR_INVALID_PARAM, "src is null");
     check(count <= destMax, ACL_ERROR_INVALID_PARAM, "count ", count, " bytes exceeds destMax ",
           destMax);
-    {
-      auto& r = runtime();
-      std::lock_guard lock(r.mutex);
-      check_range(r, dst, count, "dst");
-      check_range(r, src, count, "src");
-    }
+    check_range(r, dst, count, "dst");
+    check_range(r, src, count, "src");
+    lock.unlock();
     if (count) std::memmove(dst, src, count);
     return ACL_SUCCESS;
   });
@@ -421,14 +436,14 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
 
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
   return guard_rt("aclrtMemset", [&] {
+    auto& r = runtime();
+    std::unique_lock lock(r.mutex);
+    require_initialized(r);
     check(devPtr != nullptr, ACL_ERROR_INVALID_PARAM, "devPtr is null");
     check(count <= maxCount, ACL_ERROR_INVALID_PARAM, "count ", count, " bytes exceeds maxCount ",
           maxCount);
-    {
-      auto& r = runtime();
-      std::lock_guard lock(r.mutex);
-      check_range(r, devPtr, count, "devPtr");
-    }
+    check_range(r, devPtr, count, "devPtr");
+    lock.unlock();
     if (count) std::memset(devPtr, value, count);
     return ACL_SUCCESS;
   });

@@ -228,10 +228,13 @@ TEST_F(Runtime, ManyReleasesCycleThroughTheQuarantine) {
 }
 
 TEST(RuntimeErrors, MessageIsPerThreadAndNamesTheApi) {
+  ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);  // (aclrtMalloc refuses any size before aclInit)
   void* p = nullptr;
   EXPECT_EQ(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
   const std::string msg = recent();
   EXPECT_EQ(msg.rfind("aclrtMalloc: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("size is 0"), std::string::npos) << msg;
+  EXPECT_EQ(aclFinalize(), ACL_SUCCESS);
 }
 
 }  // namespace

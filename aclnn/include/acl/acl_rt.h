@@ -55,7 +55,8 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value);
 ACL_FUNC_VISIBILITY aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t* value);
 
-/* 64-byte aligned host allocation. size 0 is rejected with ACL_ERROR_INVALID_PARAM, as in CANN. */
+/* 64-byte aligned host allocation. size 0 is rejected with ACL_ERROR_INVALID_PARAM, as in CANN.
+ * The memory functions below return ACL_ERROR_UNINITIALIZE before aclInit and after aclFinalize. */
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy);
 ACL_FUNC_VISIBILITY aclError aclrtFree(void* devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void** hostPtr, size_t size);
