@@ -5,41 +5,41 @@
 #include <cstring>
 #include <sstream>
 #include <memory>
-#include <mutex>
-#include <set>
 
 #include "error.h"
+#include "handles.h"
 
 namespace aclnn_cpu {
 namespace {
 
 constexpr uint64_t kMaxDims = 8;  // CANN's limit on tensor rank
 
+// Refuses negative dims and, unless a dim is 0 (an empty tensor has 0 elements whatever the
+// others), an element count beyond int64: acl_meta.h promises NULL for both.
+void check_dims(const char* param, const std::vector<int64_t>& dims) {
+  bool empty = false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    check(dims[i] >= 0, ACLNN_ERR_PARAM_INVALID, param, " ", shape_str(dims), ": dim ", i, " = ",
+          dims[i], " is negative; dims must be >= 0");
+    empty = empty || dims[i] == 0;
+  }
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    check(empty || !__builtin_mul_overflow(n, d, &n), ACLNN_ERR_PARAM_INVALID, param, " ",
+          shape_str(dims), ": the element count overflows int64 (2^63 - 1)");
+  }
+}
+
+// Row-major strides of dims (>= 0; a 0 dim counts as 1, as in PyTorch), refused where a stride
+// overflows int64: then no tensor with these strides can be described.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * std::max<int64_t>(dims[i], 1);
+  for (size_t i = dims.size(); i-- > 1;) {
+    check(!__builtin_mul_overflow(strides[i], std::max<int64_t>(dims[i], 1), &strides[i - 1]),
+          ACLNN_ERR_PARAM_INVALID, "stride is null, but the row-major strides of viewDims ",
+          shape_str(dims), " overflow int64 (the product of dims ", i, ".. exceeds 2^63 - 1)");
+  }
   return strides;
-}
-
-struct ExecutorRegistry {
-  std::mutex mutex;
-  std::set<aclOpExecutor*> live;
-};
-
-ExecutorRegistry& executors() {
-  static ExecutorRegistry* r = new ExecutorRegistry;
-  return *r;
-}
-
-// Takes a live executor out of the registry when it is to be consumed; otherwise leaves it.
-aclOpExecutor* find_live(aclOpExecutor* e, bool consume) {
-  auto& r = executors();
-  std::lock_guard lock(r.mutex);
-  auto it = r.live.find(e);
-  if (it == r.live.end()) return nullptr;
-  if (consume) r.live.erase(it);
-  return e;
 }
 
 // Builds a C array the caller frees with delete[] (CANN's getter contract).
@@ -52,13 +52,14 @@ aclnnStatus copy_out(const std::vector<int64_t>& v, int64_t** out, uint64_t* n) 
 
 // The three aclCreate*Array functions: copy `size` values (value may be null only when size is 0).
 template <typename Array, typename Elem>
-Array* create_array(const char* api, const Elem* value, uint64_t size) {
+Array* create_array(const char* api, HandleKind kind, const Elem* value, uint64_t size) {
   Array* result = nullptr;
   guard_aclnn(api, [&] {
     check(value != nullptr || size == 0, ACLNN_ERR_PARAM_NULLPTR, "value is null but size is ",
           size);
     auto a = std::make_unique<Array>();
     a->values.assign(value, value + size);
+    register_handle(a.get(), kind);
     result = a.release();
     return ACLNN_SUCCESS;
   });
@@ -86,6 +87,31 @@ void check_view_inside_storage(const aclTensor& t) {
         static_cast<int64_t>(std::min<__int128>(last, INT64_MAX)), " but storageDims ",
         shape_str(t.storage_dims), " hold only ",
         static_cast<uint64_t>(std::min<__int128>(storage, UINT64_MAX)), " elements");
+}
+
+// The aclDestroy* functions: null is accepted (0); anything else must be a live object of `kind`
+// (a second destroy is refused, not a second delete).
+template <typename T>
+aclnnStatus destroy(const char* api, const T* p, HandleKind kind, const char* param) {
+  return guard_aclnn(api, [&] {
+    if (p == nullptr) return ACLNN_SUCCESS;
+    unregister_handle(p, kind, param);
+    delete p;
+    return ACLNN_SUCCESS;
+  });
+}
+
+// The getters: the outputs must be non-null and the object live; then body() reads it.
+template <typename Body>
+aclnnStatus get(const char* api, const void* object, HandleKind kind, const char* param,
+                std::initializer_list<const void*> outs, Body&& body) {
+  return guard_aclnn(api, [&] {
+    check(object != nullptr, ACLNN_ERR_PARAM_NULLPTR, param, " is null");
+    for (const void* out : outs)
+      check(out != nullptr, ACLNN_ERR_PARAM_NULLPTR, "an output pointer is null");
+    require_live(object, kind, param);
+    return body();
+  });
 }
 
 }  // namespace
@@ -242,46 +268,11 @@ const char* format_name(aclFormat format) {
   }
 }
 
-aclOpExecutor* register_executor(aclOpExecutor* executor) {
-  auto& r = executors();
-  std::lock_guard lock(r.mutex);
-  r.live.insert(executor);
-  return executor;
-}
-
-aclnnStatus launch(const char* api, void* workspace, uint64_t workspace_size,
-                   aclOpExecutor* executor, aclrtStream stream) {
-  return guard_aclnn(api, [&] {
-    check(executor != nullptr, ACLNN_ERR_PARAM_NULLPTR, "executor is null");
-    // Peek first: a failed launch (bad workspace or stream) leaves the executor usable.
-    check(find_live(executor, false) != nullptr, ACLNN_ERR_PARAM_INVALID, "executor ", executor,
-          " is not live: it was already consumed by a launch (call aclSetAclOpExecutorRepeatable "
-          "to launch it again) or destroyed");
-    check(executor->api == api, ACLNN_ERR_PARAM_INVALID, "executor was made by ", executor->api,
-          "GetWorkspaceSize, not by ", api, "GetWorkspaceSize");
-    check(workspace_size >= executor->workspace_bytes, ACLNN_ERR_PARAM_INVALID, "workspaceSize ",
-          workspace_size, " is smaller than the ", executor->workspace_bytes,
-          " bytes phase 1 asked for");
-    check(workspace != nullptr || executor->workspace_bytes == 0, ACLNN_ERR_PARAM_NULLPTR,
-          "workspace is null but ", executor->workspace_bytes, " bytes are needed");
-    check(stream_is_valid(stream), ACLNN_ERR_PARAM_INVALID, "stream ", stream,
-          " is not a live stream");
-    const bool consume = !executor->repeatable;
-    if (consume && find_live(executor, true) == nullptr) {
-      fail(ACLNN_ERR_PARAM_INVALID, "executor was consumed concurrently by another launch");
-    }
-    struct Deleter {
-      aclOpExecutor* e;
-      ~Deleter() { delete e; }
-    } deleter{consume ? executor : nullptr};
-    executor->run(workspace);
-    return ACLNN_SUCCESS;
-  });
-}
-
 }  // namespace aclnn_cpu
 
 int64_t aclTensor::numel() const {
+  // Validated at creation: the product fits unless a dim is 0, and then the others may be huge.
+  if (std::find(view_dims.begin(), view_dims.end(), 0) != view_dims.end()) return 0;
   int64_t n = 1;
   for (int64_t d : view_dims) n *= d;
   return n;
@@ -321,12 +312,14 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
           " is not an aclDataType");
     check(known_format(raw_enum(format)), ACLNN_ERR_PARAM_INVALID, "format ", raw_enum(format),
           " is not an aclFormat");
-    // Negative or overflowing shapes are stored as given: like CANN, the operator's phase 1 judges
-    // them and names the offending parameter. A view that provably reaches past its own storage
-    // is refused here already, where the caller made the mistake.
+    // Shapes that cannot describe memory (negative dims, element counts beyond int64) are refused
+    // here, where the caller made the mistake, as is a view that provably reaches past its own
+    // storage; the operator's phase 1 judges the rest (its own limits) by parameter name.
     auto t = std::make_unique<aclTensor>();
     t->view_dims.assign(viewDims, viewDims + viewDimsNum);
+    check_dims("viewDims", t->view_dims);
     t->storage_dims.assign(storageDims, storageDims + storageDimsNum);
+    check_dims("storageDims", t->storage_dims);
     t->strides = stride ? std::vector<int64_t>(stride, stride + viewDimsNum)
                         : contiguous_strides(t->view_dims);
     t->offset = offset;
@@ -334,6 +327,7 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
     t->dtype = dataType;
     t->format = format;
     t->data = tensorData;
+    register_handle(t.get(), HandleKind::kTensor);
     result = t.release();
     return ACLNN_SUCCESS;
   });
@@ -376,6 +370,7 @@ aclScalar* aclCreateScalar(void* value, aclDataType dataType) {
                  ") is not supported for scalars"));
     }
     if (dataType != ACL_FLOAT && dataType != ACL_DOUBLE) s->value = double(s->int_value);
+    register_handle(s.get(), HandleKind::kScalar);
     result = s.release();
     return ACLNN_SUCCESS;
   });
@@ -383,13 +378,13 @@ aclScalar* aclCreateScalar(void* value, aclDataType dataType) {
 }
 
 aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
-  return create_array<aclIntArray>("aclCreateIntArray", value, size);
+  return create_array<aclIntArray>("aclCreateIntArray", HandleKind::kIntArray, value, size);
 }
 aclFloatArray* aclCreateFloatArray(const float* value, uint64_t size) {
-  return create_array<aclFloatArray>("aclCreateFloatArray", value, size);
+  return create_array<aclFloatArray>("aclCreateFloatArray", HandleKind::kFloatArray, value, size);
 }
 aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
-  return create_array<aclBoolArray>("aclCreateBoolArray", value, size);
+  return create_array<aclBoolArray>("aclCreateBoolArray", HandleKind::kBoolArray, value, size);
 }
 
 aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size) {
@@ -399,6 +394,7 @@ aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size)
           size);
     auto l = std::make_unique<aclTensorList>();
     l->tensors.assign(value, value + size);
+    register_handle(l.get(), HandleKind::kTensorList);
     result = l.release();
     return ACLNN_SUCCESS;
   });
@@ -406,107 +402,90 @@ aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size)
 }
 
 aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
-  delete tensor;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyTensor", tensor, HandleKind::kTensor, "tensor");
 }
 aclnnStatus aclDestroyScalar(const aclScalar* scalar) {
-  delete scalar;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyScalar", scalar, HandleKind::kScalar, "scalar");
 }
 aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
-  delete array;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyIntArray", array, HandleKind::kIntArray, "array");
 }
 aclnnStatus aclDestroyFloatArray(const aclFloatArray* array) {
-  delete array;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyFloatArray", array, HandleKind::kFloatArray, "array");
 }
 aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
-  delete array;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyBoolArray", array, HandleKind::kBoolArray, "array");
 }
 aclnnStatus aclDestroyTensorList(const aclTensorList* array) {
-  delete array;
-  return ACLNN_SUCCESS;
+  return destroy("aclDestroyTensorList", array, HandleKind::kTensorList, "array");
 }
 
 aclnnStatus aclGetViewShape(const aclTensor* tensor, int64_t** viewDims, uint64_t* viewDimsNum) {
-  if (!tensor || !viewDims || !viewDimsNum) return ACLNN_ERR_PARAM_NULLPTR;
-  return copy_out(tensor->view_dims, viewDims, viewDimsNum);
+  return get("aclGetViewShape", tensor, HandleKind::kTensor, "tensor", {viewDims, viewDimsNum},
+             [&] { return copy_out(tensor->view_dims, viewDims, viewDimsNum); });
 }
 
 aclnnStatus aclGetStorageShape(const aclTensor* tensor, int64_t** storageDims,
                                uint64_t* storageDimsNum) {
-  if (!tensor || !storageDims || !storageDimsNum) return ACLNN_ERR_PARAM_NULLPTR;
-  return copy_out(tensor->storage_dims, storageDims, storageDimsNum);
+  return get("aclGetStorageShape", tensor, HandleKind::kTensor, "tensor",
+             {storageDims, storageDimsNum},
+             [&] { return copy_out(tensor->storage_dims, storageDims, storageDimsNum); });
 }
 
 aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue,
                               uint64_t* stridesNum) {
-  if (!tensor || !stridesValue || !stridesNum) return ACLNN_ERR_PARAM_NULLPTR;
-  return copy_out(tensor->strides, stridesValue, stridesNum);
+  return get("aclGetViewStrides", tensor, HandleKind::kTensor, "tensor", {stridesValue, stridesNum},
+             [&] { return copy_out(tensor->strides, stridesValue, stridesNum); });
 }
 
 aclnnStatus aclGetViewOffset(const aclTensor* tensor, int64_t* offset) {
-  if (!tensor || !offset) return ACLNN_ERR_PARAM_NULLPTR;
-  *offset = tensor->offset;
-  return ACLNN_SUCCESS;
+  return get("aclGetViewOffset", tensor, HandleKind::kTensor, "tensor", {offset}, [&] {
+    *offset = tensor->offset;
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
-  if (!tensor || !format) return ACLNN_ERR_PARAM_NULLPTR;
-  *format = tensor->format;
-  return ACLNN_SUCCESS;
+  return get("aclGetFormat", tensor, HandleKind::kTensor, "tensor", {format}, [&] {
+    *format = tensor->format;
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetDataType(const aclTensor* tensor, aclDataType* dataType) {
-  if (!tensor || !dataType) return ACLNN_ERR_PARAM_NULLPTR;
-  *dataType = tensor->dtype;
-  return ACLNN_SUCCESS;
+  return get("aclGetDataType", tensor, HandleKind::kTensor, "tensor", {dataType}, [&] {
+    *dataType = tensor->dtype;
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
-  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
-  *size = array->values.size();
-  return ACLNN_SUCCESS;
+  return get("aclGetIntArraySize", array, HandleKind::kIntArray, "array", {size}, [&] {
+    *size = array->values.size();
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetFloatArraySize(const aclFloatArray* array, uint64_t* size) {
-  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
-  *size = array->values.size();
-  return ACLNN_SUCCESS;
+  return get("aclGetFloatArraySize", array, HandleKind::kFloatArray, "array", {size}, [&] {
+    *size = array->values.size();
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetBoolArraySize(const aclBoolArray* array, uint64_t* size) {
-  if (!array || !size) return ACLNN_ERR_PARAM_NULLPTR;
-  *size = array->values.size();
-  return ACLNN_SUCCESS;
+  return get("aclGetBoolArraySize", array, HandleKind::kBoolArray, "array", {size}, [&] {
+    *size = array->values.size();
+    return ACLNN_SUCCESS;
+  });
 }
 
 aclnnStatus aclGetTensorListSize(const aclTensorList* tensorList, uint64_t* size) {
-  if (!tensorList || !size) return ACLNN_ERR_PARAM_NULLPTR;
-  *size = tensorList->tensors.size();
-  return ACLNN_SUCCESS;
-}
-
-aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
-  return guard_aclnn("aclSetAclOpExecutorRepeatable", [&] {
-    check(executor != nullptr, ACLNN_ERR_PARAM_NULLPTR, "executor is null");
-    check(find_live(executor, false) != nullptr, ACLNN_ERR_PARAM_INVALID, "executor ", executor,
-          " is not live (already consumed or destroyed)");
-    executor->repeatable = true;
-    return ACLNN_SUCCESS;
-  });
-}
-
-aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
-  return guard_aclnn("aclDestroyAclOpExecutor", [&] {
-    if (executor == nullptr) return ACLNN_SUCCESS;
-    check(find_live(executor, true) != nullptr, ACLNN_ERR_PARAM_INVALID, "executor ", executor,
-          " is not live (already consumed or destroyed)");
-    delete executor;
-    return ACLNN_SUCCESS;
-  });
+  return get("aclGetTensorListSize", tensorList, HandleKind::kTensorList, "tensorList", {size},
+             [&] {
+               *size = tensorList->tensors.size();
+               return ACLNN_SUCCESS;
+             });
 }
 
 }  // extern "C"

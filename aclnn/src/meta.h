@@ -2,6 +2,7 @@
 // description of memory the caller owns: view dims, element strides and offset over a storage.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -43,17 +44,19 @@ struct aclTensorList {
 };
 
 // The plan phase 1 made. `run` receives the workspace (workspace_bytes long, maybe null when 0)
-// and must use no other scratch memory. The tensors it needs are captured by value.
+// and must use no other scratch memory. The tensors it needs are captured by value. Owned by the
+// registry (executor.cpp) and by each launch running it.
 struct aclOpExecutor {
   std::string api;  // e.g. "aclnnConvolutionBackward", for messages
   uint64_t workspace_bytes = 0;
-  bool repeatable = false;
+  std::atomic<bool> repeatable{false};  // set by one thread while another may launch
   std::function<void(void* workspace)> run;
 };
 
 namespace aclnn_cpu {
 
-// Registers a new executor (so a consumed or foreign pointer is detected rather than used).
+// Registers a new executor, taking ownership (so a consumed or foreign pointer is detected
+// rather than used).
 aclOpExecutor* register_executor(aclOpExecutor* executor);
 
 // Phase 2 common part: checks the executor is live and belongs to `api`, the workspace is large

@@ -5,14 +5,19 @@
 // their error paths, sometimes with a stream that was never created) yields an error code and a
 // message, never a crash. Streams execute at launch: aclnn phase 2 runs synchronously on the
 // calling thread, so by the time aclrtSynchronizeStream is called the work is done.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "acl/acl.h"
+#include "asan.h"
 #include "error.h"
 #include "meta.h"
 #include "runtime_options.h"
@@ -29,6 +34,20 @@ struct Allocation {
   AllocKind kind;
 };
 
+// Memory released with aclrtFree / aclrtFreeHost is not given back to the C heap at once but kept
+// in a quarantine, so a later aclrtMemcpy / aclrtMemset through a stale pointer finds it there and
+// is refused: were it freed, the heap could hand the addresses to anything, and a pointer the
+// runtime does not know is taken for the caller's host memory. The oldest blocks leave first,
+// once more than kQuarantineBlocks are held or their resident bytes exceed kQuarantineBytes;
+// their whole pages are returned to the system at once (only the address range stays reserved).
+constexpr size_t kQuarantineBlocks = 4096;
+constexpr size_t kQuarantineBytes = size_t{64} << 20;
+struct Quarantined {
+  const char* base;
+  Allocation a;
+  size_t resident;  // bytes still backed by memory after the pages were dropped
+};
+
 struct StreamImpl {
   int32_t device;
 };
@@ -39,6 +58,9 @@ struct Runtime {
   int32_t current_device = -1;  // process-wide (see aclrtSetDevice)
   std::set<StreamImpl*> streams;
   std::map<const char*, Allocation> allocations;  // keyed by base address
+  std::map<const char*, Allocation> freed;        // the quarantine, keyed by base address
+  std::deque<Quarantined> freed_order;            // the quarantine, oldest first
+  size_t freed_resident = 0;
   // aclSysParamOpt values of the current device's default context (index = opt); the context
   // dies with aclrtResetDevice / aclFinalize, and its successor starts at 0.
   int64_t sys_params[2] = {0, 0};
@@ -59,20 +81,77 @@ const char* kind_name(AllocKind k) {
   return k == AllocKind::Device ? "aclrtMalloc" : "aclrtMallocHost";
 }
 
-// The allocation containing [p, p + count), if p lies inside one; throws when the range overruns.
+// The block of `blocks` whose [base, base + size) contains p, if any.
+const std::pair<const char* const, Allocation>* containing(
+    const std::map<const char*, Allocation>& blocks, const char* p) {
+  auto it = blocks.upper_bound(p);
+  if (it == blocks.begin()) return nullptr;
+  --it;
+  return static_cast<size_t>(p - it->first) < it->second.size ? &*it : nullptr;
+}
+
+// Throws when [p, p + count) overruns the allocation containing p, or p lies in a released one;
+// a pointer in neither is the caller's host memory.
 void check_range(const Runtime& r, const void* p, size_t count, const char* param) {
   const char* c = static_cast<const char*>(p);
-  auto it = r.allocations.upper_bound(c);
-  if (it == r.allocations.begin()) return;  // not runtime memory: the caller vouches for it
-  --it;
-  const size_t start = static_cast<size_t>(c - it->first);
-  if (start >= it->second.size) return;  // past that allocation: not ours
-  check(count <= it->second.size - start, ACL_ERROR_INVALID_PARAM, param, " ", p, " lies in a ",
-        it->second.size, "-byte buffer from ", kind_name(it->second.kind), " at offset ", start,
-        ", so only ", it->second.size - start, " bytes are available but count is ", count);
+  if (const auto* f = containing(r.freed, c)) {
+    fail(ACL_ERROR_INVALID_PARAM,
+         cat(param, " ", p, " lies in a ", f->second.size, "-byte buffer from ",
+             kind_name(f->second.kind), " at offset ", c - f->first,
+             " that was already released; allocate a live buffer"));
+  }
+  const auto* a = containing(r.allocations, c);
+  if (a == nullptr) return;  // not runtime memory: the caller vouches for it
+  const size_t start = static_cast<size_t>(c - a->first);
+  check(count <= a->second.size - start, ACL_ERROR_INVALID_PARAM, param, " ", p, " lies in a ",
+        a->second.size, "-byte buffer from ", kind_name(a->second.kind), " at offset ", start,
+        ", so only ", a->second.size - start, " bytes are available but count is ", count);
+}
+
+// Returns the whole pages inside a released block to the system; returns the bytes that stay
+// resident. The first and last pages are kept: the heap's bookkeeping may share them.
+size_t drop_pages(char* p, size_t size) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + 2 * page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + size) / page * page - page;
+  if (end <= b) return size;
+  if (madvise(reinterpret_cast<void*>(b), end - b, MADV_DONTNEED) != 0) return size;
+  return size - (end - b);
+}
+
+// Puts a released block into the quarantine and frees what leaves it (r.mutex held). Under ASan
+// the block is poisoned meanwhile, so a kernel reading it through a stale tensor is still reported.
+void quarantine(Runtime& r, char* p, Allocation a) {
+  const size_t resident = drop_pages(p, a.size);
+  ASAN_POISON_MEMORY_REGION(p, a.size);
+  r.freed[p] = a;
+  r.freed_order.push_back({p, a, resident});
+  r.freed_resident += resident;
+  while (r.freed_order.size() > kQuarantineBlocks ||
+         (r.freed_resident > kQuarantineBytes && r.freed_order.size() > 1)) {
+    const Quarantined& q = r.freed_order.front();
+    r.freed_resident -= q.resident;
+    r.freed.erase(q.base);
+    ASAN_UNPOISON_MEMORY_REGION(q.base, q.a.size);
+    std::free(const_cast<char*>(q.base));
+    r.freed_order.pop_front();
+  }
+}
+
+// The memory and stream calls need an initialised runtime, as in CANN (the host memory they
+// manage stays valid meanwhile: aclFinalize frees nothing, so a buffer freed after it is kept).
+void require_initialized(const Runtime& r) {
+  check(r.initialized, ACL_ERROR_UNINITIALIZE,
+        "the runtime is not initialised; call aclInit first (and again after aclFinalize)");
+}
+void require_initialized() {
+  auto& r = runtime();
+  std::lock_guard lock(r.mutex);
+  require_initialized(r);
 }
 
 aclError allocate(void** ptr, size_t size, AllocKind kind) {
+  require_initialized();
   check(ptr != nullptr, ACL_ERROR_INVALID_PARAM, "the output pointer is null");
   check(size > 0, ACL_ERROR_INVALID_PARAM, "size is 0; allocate at least one byte");
   check(size <= (size_t{1} << 46), ACL_ERROR_BAD_ALLOC, "size ", size,
@@ -88,16 +167,18 @@ aclError allocate(void** ptr, size_t size, AllocKind kind) {
 }
 
 aclError release(void* ptr, AllocKind kind) {
-  check(ptr != nullptr, ACL_ERROR_INVALID_PARAM, "the pointer is null");
   auto& r = runtime();
   std::lock_guard lock(r.mutex);
+  require_initialized(r);
+  check(ptr != nullptr, ACL_ERROR_INVALID_PARAM, "the pointer is null");
   auto it = r.allocations.find(static_cast<const char*>(ptr));
   check(it != r.allocations.end(), ACL_ERROR_INVALID_PARAM, "pointer ", ptr,
         " was not returned by ", kind_name(kind), " or was already freed");
   check(it->second.kind == kind, ACL_ERROR_INVALID_PARAM, "pointer ", ptr, " was allocated by ",
         kind_name(it->second.kind), "; free it with the matching function");
+  const Allocation a = it->second;
   r.allocations.erase(it);
-  std::free(ptr);
+  quarantine(r, static_cast<char*>(ptr), a);
   return ACL_SUCCESS;
 }
 
@@ -304,6 +385,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
   return guard_rt("aclrtSynchronizeStream", [&] {
+    require_initialized();
     check(stream_is_valid(stream), ACL_ERROR_INVALID_PARAM, "stream ", stream,
           " is not a live stream");
     return ACL_SUCCESS;  // work ran at launch
@@ -334,6 +416,9 @@ aclError aclrtFreeHost(void* hostPtr) {
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                      aclrtMemcpyKind kind) {
   return guard_rt("aclrtMemcpy", [&] {
+    auto& r = runtime();
+    std::unique_lock lock(r.mutex);
+    require_initialized(r);
     const int32_t k = raw_enum(kind);  // any int a caller passed (see meta.h)
     check(k >= ACL_MEMCPY_HOST_TO_HOST && k <= ACL_MEMCPY_DEFAULT, ACL_ERROR_INVALID_PARAM, "kind ",
           k, " is not an aclrtMemcpyKind (0..4)");
@@ -341,12 +426,9 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
     check(src != nullptr, ACL_ERROR_INVALID_PARAM, "src is null");
     check(count <= destMax, ACL_ERROR_INVALID_PARAM, "count ", count, " bytes exceeds destMax ",
           destMax);
-    {
-      auto& r = runtime();
-      std::lock_guard lock(r.mutex);
-      check_range(r, dst, count, "dst");
-      check_range(r, src, count, "src");
-    }
+    check_range(r, dst, count, "dst");
+    check_range(r, src, count, "src");
+    lock.unlock();
     if (count) std::memmove(dst, src, count);
     return ACL_SUCCESS;
   });
@@ -354,14 +436,14 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
 
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
   return guard_rt("aclrtMemset", [&] {
+    auto& r = runtime();
+    std::unique_lock lock(r.mutex);
+    require_initialized(r);
     check(devPtr != nullptr, ACL_ERROR_INVALID_PARAM, "devPtr is null");
     check(count <= maxCount, ACL_ERROR_INVALID_PARAM, "count ", count, " bytes exceeds maxCount ",
           maxCount);
-    {
-      auto& r = runtime();
-      std::lock_guard lock(r.mutex);
-      check_range(r, devPtr, count, "devPtr");
-    }
+    check_range(r, devPtr, count, "devPtr");
+    lock.unlock();
     if (count) std::memset(devPtr, value, count);
     return ACL_SUCCESS;
   });

@@ -137,6 +137,82 @@ TEST(ConvTbcBackwardErrors, DtypesAndFormats) {
   ExpectError(t.Run(), kInvalid, kTbcBwd, {"cubeMathType = 7"});
 }
 
+// Data pointers not aligned to the element size are refused in phase 1, naming the tensor, its
+// address's alignment and the one needed (they used to run with misaligned loads: UBSan's report
+// in im2col). Each tensor in turn, FLOAT at +1 and +2 bytes, FLOAT16 at +1; aligned runs.
+TEST(ConvForwardErrors, MisalignedDataIsRefused) {
+  struct Case {
+    const char* tensor;
+    aclDataType dt;
+    size_t shift;
+    const char* fragment;
+  };
+  const Case cases[] = {
+      {"input", ACL_FLOAT, 1, "aligned to 1 byte, but its FLOAT elements need 4-byte alignment"},
+      {"input", ACL_FLOAT, 2, "aligned to 2 bytes, but its FLOAT elements need 4-byte alignment"},
+      {"weight", ACL_FLOAT16, 1, "aligned to 1 byte, but its FLOAT16 elements need 2-byte"},
+      {"output", ACL_FLOAT, 2, "aligned to 2 bytes"},
+      {"bias", ACL_FLOAT, 1, "aligned to 1 byte"},
+      {"", ACL_FLOAT, 0, ""},  // every pointer aligned: accepted
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tensor);
+    // 8-byte aligned storage with room for the shift.
+    std::vector<double> x(2 * 3 * 7 * 7), w(4 * 3 * 3 * 3), b(4), y(2 * 4 * 5 * 5);
+    auto make = [&](const char* name, std::vector<double>& v, std::vector<int64_t> dims,
+                    aclDataType dt) {
+      const bool shifted = std::string(name) == c.tensor;
+      char* data = reinterpret_cast<char*>(v.data()) + (shifted ? c.shift : 0);
+      return acltest::AclTensorPtr(
+          aclCreateTensor(dims.data(), dims.size(), shifted ? c.dt : dt, nullptr, 0,
+                          acltest::DefaultFormat(dims.size()), dims.data(), dims.size(), data),
+          aclDestroyTensor);
+    };
+    const aclDataType dt = c.dt == ACL_FLOAT16 ? ACL_FLOAT16 : ACL_FLOAT;  // one dtype throughout
+    auto tx = make("input", x, {2, 3, 7, 7}, dt), tw = make("weight", w, {4, 3, 3, 3}, dt);
+    auto tb = make("bias", b, {4}, dt), ty = make("output", y, {2, 4, 5, 5}, dt);
+    auto ones = acltest::MakeIntArray({1, 1}), zeros = acltest::MakeIntArray({0, 0});
+    uint64_t ws = 0;
+    aclOpExecutor* ex = nullptr;
+    const aclnnStatus st =
+        aclnnConvolutionGetWorkspaceSize(tx.get(), tw.get(), tb.get(), ones.get(), zeros.get(),
+                                         ones.get(), false, zeros.get(), 1, ty.get(), 0, &ws, &ex);
+    if (c.shift == 0) {
+      EXPECT_EQ(st, ACLNN_SUCCESS) << aclGetRecentErrMsg();
+      aclDestroyAclOpExecutor(ex);
+      continue;
+    }
+    ExpectError(Result{st, st == 0 ? "" : aclGetRecentErrMsg()}, kInvalid, kFwd,
+                {std::string(c.tensor) + " has data pointer ", c.fragment});
+    EXPECT_EQ(ex, nullptr);
+  }
+}
+
+// An empty 3d problem whose per-sample output volume overflows int64: x [0, 1, 0, H, W] padded by
+// 2 in D has an output [0, 1, 4, H, W], 4 * H * W > 2^63 positions per sample for H = W near 2^31
+// (computed with a signed overflow before: UBSan's report in geometry.h). Refused with 161002,
+// forward and backward; the same empty problem with small H, W is accepted (nothing to compute).
+TEST(ConvForwardErrors, EmptyProblemWhoseVolumeOverflowsIsRefused) {
+  const int64_t big = 2147483646;
+  Fwd f;
+  // (Explicit strides: the row-major ones of the output would overflow; aclCreateTensor refuses.)
+  f.x = {{0, 1, 0, big, big}, ACL_FLOAT, ACL_FORMAT_NCDHW, {1, 1, 1, 1, 1}, 0, {1}};
+  f.w = {{1, 1, 1, 1, 1}};
+  f.b = {{1}};
+  f.y = {{0, 1, 4, big, big}, ACL_FLOAT, ACL_FORMAT_NCDHW, {1, 1, 1, 1, 1}, 0, {1}};
+  f.stride = {1, 1, 1}, f.padding = {2, 0, 0}, f.dilation = {1, 1, 1}, f.op = {0, 0, 0};
+  ExpectError(f.Run(), kInvalid, kFwd,
+              {"output spatial size 4 x 2147483646 x 2147483646 overflows int64"});
+  conformance::BwdCall b;
+  b.x = f.x, b.gx = f.x, b.w = b.gw = f.w, b.gy = f.y, b.gb = {{1}};
+  b.bias_sizes = {1}, b.stride = f.stride, b.padding = f.padding, b.dilation = f.dilation;
+  b.op = f.op;
+  ExpectError(b.Run(), kInvalid, "aclnnConvolutionBackward", {"overflows int64"});
+  f.x.shape = {0, 1, 0, 5, 5};
+  f.y.shape = {0, 1, 4, 5, 5};
+  EXPECT_EQ(f.Run().status, ACLNN_SUCCESS) << f.Run().msg;
+}
+
 TEST(ConvTbcBackwardErrors, PadAndShapes) {
   TbcBwd t;
   t.pad = 256;

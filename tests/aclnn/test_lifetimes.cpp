@@ -1,7 +1,7 @@
 // Lifetimes of the runtime and of executors, misused the ways a real program can: runtime calls
-// before aclInit, a stream kept past aclFinalize, an executor launched after it was destroyed or
-// consumed. Each gets a status code and a message, never a crash. (The tests run in order in one
-// process; the first one needs a runtime nobody has initialised yet.)
+// before aclInit or after aclFinalize, a stream kept past aclFinalize, an executor launched after
+// it was destroyed or consumed. Each gets a status code and a message, never a crash. (The tests
+// run in order in one process; the first one needs a runtime nobody has initialised yet.)
 #include <string>
 #include <vector>
 
@@ -58,6 +58,52 @@ TEST(Lifetimes, RuntimeCallsBeforeAclInitAreRefused) {
   EXPECT_EQ(stream, nullptr);
   EXPECT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1), ACL_ERROR_RT_CONTEXT_NULL);
   EXPECT_EQ(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+}
+
+// Every memory and stream call needs aclInit (they used to succeed before it); the message says so.
+TEST(Lifetimes, MemoryCallsBeforeAclInitAreRefused) {
+  auto expect_uninitialised = [](aclError status, const char* api) {
+    EXPECT_EQ(status, ACL_ERROR_UNINITIALIZE) << api;
+    EXPECT_EQ(Recent().rfind(std::string(api) + ": the runtime is not initialised", 0), 0u)
+        << Recent();
+    EXPECT_NE(Recent().find("call aclInit first"), std::string::npos) << Recent();
+  };
+  void* p = nullptr;
+  expect_uninitialised(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+  EXPECT_EQ(p, nullptr);
+  expect_uninitialised(aclrtMallocHost(&p, 64), "aclrtMallocHost");
+  EXPECT_EQ(p, nullptr);
+  std::vector<char> a(64, 1), b(64, 2);
+  expect_uninitialised(aclrtMemcpy(a.data(), 64, b.data(), 64, ACL_MEMCPY_HOST_TO_HOST),
+                       "aclrtMemcpy");
+  EXPECT_EQ(a, std::vector<char>(64, 1));  // nothing copied
+  expect_uninitialised(aclrtMemset(a.data(), 64, 0, 64), "aclrtMemset");
+  EXPECT_EQ(a, std::vector<char>(64, 1));
+  expect_uninitialised(aclrtFree(a.data()), "aclrtFree");
+  expect_uninitialised(aclrtFreeHost(a.data()), "aclrtFreeHost");
+  expect_uninitialised(aclrtSynchronizeStream(nullptr), "aclrtSynchronizeStream");
+  // After aclFinalize too; a buffer allocated before it is kept and is freed after aclInit again.
+  ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclFinalize(), ACL_SUCCESS);
+  expect_uninitialised(aclrtMemset(p, 64, 0, 64), "aclrtMemset");
+  expect_uninitialised(aclrtFree(p), "aclrtFree");
+  ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(p), ACL_SUCCESS) << Recent();
+  ASSERT_EQ(aclFinalize(), ACL_SUCCESS);
+}
+
+// What README "Using libaclnn standalone" states: the aclnn operators are a CPU kernel library
+// over caller-owned host memory and need no aclInit on the default stream (aclgrad's framework
+// calls them that way); any other stream must be live, which needs aclInit.
+TEST(Lifetimes, OperatorsOnHostMemoryNeedNoAclInit) {
+  Planned p;
+  ASSERT_EQ(p.Plan(), ACLNN_SUCCESS) << Recent();
+  int not_a_stream = 0;
+  EXPECT_EQ(aclnnConvolutionBackward(nullptr, 0, p.executor, &not_a_stream),
+            ACLNN_ERR_PARAM_INVALID);
+  ASSERT_EQ(aclnnConvolutionBackward(nullptr, 0, p.executor, nullptr), ACLNN_SUCCESS) << Recent();
+  EXPECT_EQ(p.gx, (std::vector<float>{1, 2, 3, 2, 1}));
 }
 
 TEST(Lifetimes, AStreamKeptPastAclFinalizeIsRefusedAtLaunch) {

@@ -175,10 +175,63 @@ TEST(AclTensor, ViewReachingPastItsStorageIsRefusedAtCreation) {
     EXPECT_NE(t, nullptr) << aclGetRecentErrMsg();
     aclDestroyTensor(t);
   }
-  // Negative values are stored for the operator to judge (as CANN does).
-  const int64_t negative[] = {-1, 5};
-  aclTensor* t =
-      aclCreateTensor(negative, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, exact, 1, nullptr);
-  EXPECT_NE(t, nullptr);
+}
+
+// Shapes whose row-major strides (stride == NULL) or element count overflow int64 are refused with
+// a message (the strides used to be computed with a signed overflow, UBSan's report); an empty
+// shape has 0 elements however large its other dims, and is accepted where its strides fit.
+TEST(AclTensor, OverflowingShapesAreRefusedAndEmptyOnesAccepted) {
+  const int64_t huge[] = {int64_t{1} << 32, int64_t{1} << 32, 4}, storage[] = {0};
+  const int64_t ones[] = {1, 1, 1};
+  for (const int64_t* strides : {static_cast<const int64_t*>(nullptr), ones}) {
+    EXPECT_EQ(aclCreateTensor(huge, 3, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, storage, 1, nullptr),
+              nullptr);
+    const std::string msg = aclGetRecentErrMsg();
+    EXPECT_NE(msg.find("viewDims [4294967296, 4294967296, 4]: the element count overflows int64"),
+              std::string::npos)
+        << msg;
+  }
+  // Empty: [0, 2^32, 2^32] has 0 elements (PyTorch accepts it too); its strides need explicit
+  // values ([2^32, 2^32] row-major would be 2^64), [2^31, 2^31, 0] fits either way.
+  const int64_t empty[] = {0, int64_t{1} << 32, int64_t{1} << 32};
+  EXPECT_EQ(aclCreateTensor(empty, 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, storage, 1, nullptr),
+            nullptr);
+  const std::string msg = aclGetRecentErrMsg();
+  EXPECT_NE(msg.find("stride is null, but the row-major strides of viewDims [0, 4294967296, "
+                     "4294967296] overflow int64"),
+            std::string::npos)
+      << msg;
+  aclTensor* t = aclCreateTensor(empty, 3, ACL_FLOAT, ones, 0, ACL_FORMAT_ND, storage, 1, nullptr);
+  EXPECT_NE(t, nullptr) << aclGetRecentErrMsg();
   aclDestroyTensor(t);
+  const int64_t empty_last[] = {int64_t{1} << 31, int64_t{1} << 31, 0};
+  t = aclCreateTensor(empty_last, 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, storage, 1, nullptr);
+  EXPECT_NE(t, nullptr) << aclGetRecentErrMsg();
+  int64_t* strides = nullptr;
+  uint64_t n = 0;
+  ASSERT_EQ(aclGetViewStrides(t, &strides, &n), ACLNN_SUCCESS);
+  EXPECT_EQ(std::vector<int64_t>(strides, strides + n),
+            (std::vector<int64_t>{int64_t{1} << 31, 1, 1}));
+  delete[] strides;
+  aclDestroyTensor(t);
+}
+
+// acl_meta.h promises NULL for negative dims and element counts beyond int64 (negative dims used to
+// give a tensor that phase 1 refused later).
+TEST(AclTensor, NegativeDimsAreRefusedAtCreation) {
+  const int64_t negative[] = {-1, 5}, strides[] = {5, 1}, storage[] = {20};
+  EXPECT_EQ(aclCreateTensor(negative, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, storage, 1, nullptr),
+            nullptr);
+  std::string msg = aclGetRecentErrMsg();
+  EXPECT_NE(msg.find("aclCreateTensor: viewDims [-1, 5]: dim 0 = -1 is negative"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(aclCreateTensor(negative, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, storage, 1, nullptr),
+            nullptr);
+  const int64_t dims[] = {4, 5}, negative_storage[] = {4, -5};
+  EXPECT_EQ(
+      aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, negative_storage, 2, nullptr),
+      nullptr);
+  msg = aclGetRecentErrMsg();
+  EXPECT_NE(msg.find("storageDims [4, -5]: dim 1 = -5 is negative"), std::string::npos) << msg;
 }

@@ -2,6 +2,7 @@
 // message naming the API, never a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -179,11 +180,61 @@ TEST_F(Runtime, BadAllocationsAndDoubleFreeAreRejected) {
   EXPECT_EQ(aclrtFreeHost(h), ACL_SUCCESS);
 }
 
+// A copy or memset through a pointer into a released buffer is refused, not performed on memory
+// the heap may already have handed to someone else (the sanitizer stage saw a heap-use-after-free
+// here). Small and page-spanning buffers, both allocation families, interior pointers.
+TEST_F(Runtime, CopiesThroughReleasedBuffersAreRefused) {
+  std::vector<char> host(3 << 20, 1);
+  for (size_t bytes : {size_t{256}, size_t{3} << 20}) {
+    void* dev = nullptr;
+    ASSERT_EQ(aclrtMalloc(&dev, bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    ASSERT_EQ(aclrtFree(dev), ACL_SUCCESS);
+    EXPECT_EQ(aclrtMemcpy(dev, bytes, host.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE),
+              ACL_ERROR_INVALID_PARAM);
+    EXPECT_NE(recent().find("aclrtMemcpy: dst "), std::string::npos) << recent();
+    EXPECT_NE(recent().find(std::to_string(bytes) + "-byte buffer from aclrtMalloc"),
+              std::string::npos)
+        << recent();
+    EXPECT_NE(recent().find("already released"), std::string::npos) << recent();
+    char* inner = static_cast<char*>(dev) + bytes / 2;
+    EXPECT_EQ(aclrtMemcpy(host.data(), bytes, inner, 8, ACL_MEMCPY_DEVICE_TO_HOST),
+              ACL_ERROR_INVALID_PARAM);
+    EXPECT_NE(recent().find("src "), std::string::npos) << recent();
+    EXPECT_NE(recent().find("at offset " + std::to_string(bytes / 2)), std::string::npos)
+        << recent();
+    EXPECT_EQ(aclrtMemset(dev, bytes, 0, bytes), ACL_ERROR_INVALID_PARAM);
+    EXPECT_NE(recent().find("already released"), std::string::npos) << recent();
+    EXPECT_EQ(aclrtFree(dev), ACL_ERROR_INVALID_PARAM);
+  }
+  void* h = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&h, 100), ACL_SUCCESS);
+  ASSERT_EQ(aclrtFreeHost(h), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemcpy(h, 100, host.data(), 100, ACL_MEMCPY_HOST_TO_HOST),
+            ACL_ERROR_INVALID_PARAM);
+  EXPECT_NE(recent().find("buffer from aclrtMallocHost"), std::string::npos) << recent();
+  EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](char c) { return c == 1; }));
+}
+
+// Released buffers leave the quarantine in order, oldest first, once it is full; allocating and
+// freeing many more than it holds works and the newest released buffer is still recognised.
+TEST_F(Runtime, ManyReleasesCycleThroughTheQuarantine) {
+  void* last = nullptr;
+  for (int i = 0; i < 10000; ++i) {
+    ASSERT_EQ(aclrtMalloc(&last, 64 + (i % 3) * 8192, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemset(last, 64, 0, 64), ACL_SUCCESS);
+    ASSERT_EQ(aclrtFree(last), ACL_SUCCESS);
+  }
+  EXPECT_EQ(aclrtMemset(last, 64, 0, 64), ACL_ERROR_INVALID_PARAM);
+}
+
 TEST(RuntimeErrors, MessageIsPerThreadAndNamesTheApi) {
+  ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);  // (aclrtMalloc refuses any size before aclInit)
   void* p = nullptr;
   EXPECT_EQ(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
   const std::string msg = recent();
   EXPECT_EQ(msg.rfind("aclrtMalloc: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("size is 0"), std::string::npos) << msg;
+  EXPECT_EQ(aclFinalize(), ACL_SUCCESS);
 }
 
 }  // namespace

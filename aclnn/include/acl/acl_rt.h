@@ -55,13 +55,15 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value);
 ACL_FUNC_VISIBILITY aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t* value);
 
-/* 64-byte aligned host allocation. size 0 is rejected with ACL_ERROR_INVALID_PARAM, as in CANN. */
+/* 64-byte aligned host allocation. size 0 is rejected with ACL_ERROR_INVALID_PARAM, as in CANN.
+ * The memory functions below return ACL_ERROR_UNINITIALIZE before aclInit and after aclFinalize. */
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy);
 ACL_FUNC_VISIBILITY aclError aclrtFree(void* devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void** hostPtr, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void* hostPtr);
 /* Copies `count` bytes; fails with ACL_ERROR_INVALID_PARAM when count > destMax or a pointer is
- * null, and when a pointer the runtime allocated is too small for `count`. */
+ * null, when a pointer the runtime allocated is too small for `count`, and when a pointer lies in
+ * a buffer already released with aclrtFree / aclrtFreeHost. */
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                                          aclrtMemcpyKind kind);
 ACL_FUNC_VISIBILITY aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value,

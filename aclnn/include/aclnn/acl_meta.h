@@ -30,7 +30,8 @@ typedef int32_t aclnnStatus;
  * elements; stride == NULL means contiguous row-major strides of viewDims. storageDims describe the
  * allocation (their product bounds every reachable element). Returns NULL (and sets
  * aclGetRecentErrMsg) on inconsistent arguments: null dims with a non-zero count, negative dims,
- * an element count that overflows, or a view reaching outside the storage. */
+ * an element count that overflows, row-major strides (stride == NULL) that overflow, or a view
+ * reaching outside the storage. */
 ACL_FUNC_VISIBILITY aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum,
                                                aclDataType dataType, const int64_t* stride,
                                                int64_t offset, aclFormat format,
@@ -43,7 +44,9 @@ ACL_FUNC_VISIBILITY aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t
 ACL_FUNC_VISIBILITY aclTensorList* aclCreateTensorList(const aclTensor* const* value,
                                                        uint64_t size);
 
-/* Destroy functions accept NULL (returning 0). */
+/* Destroy functions accept NULL (returning 0). A pointer that is not a live object of the
+ * function's kind (destroyed already, of another kind, or never created) returns 161002 and sets
+ * aclGetRecentErrMsg; so do the getters, which return 161001 for a null object or output. */
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor* tensor);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalar(const aclScalar* scalar);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray* array);

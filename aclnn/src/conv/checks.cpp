@@ -7,6 +7,7 @@
 
 #include "aclnn/aclnn_cpu_extensions.h"
 #include "error.h"
+#include "handles.h"
 
 namespace aclnn_cpu::conv {
 namespace {
@@ -48,6 +49,18 @@ void require(const void* p, const char* name) {
 }
 void require(const void* p, const std::string& name) {
   require(p, name.c_str());
+}
+void require(const aclTensor* t, const char* name) {
+  require(static_cast<const void*>(t), name);
+  require_live(t, HandleKind::kTensor, name);
+}
+void require(const aclIntArray* a, const char* name) {
+  require(static_cast<const void*>(a), name);
+  require_live(a, HandleKind::kIntArray, name);
+}
+void require(const aclBoolArray* a, const char* name) {
+  require(static_cast<const void*>(a), name);
+  require_live(a, HandleKind::kBoolArray, name);
 }
 
 const char* dtype_str(aclDataType d) {
@@ -126,6 +139,20 @@ void check_same_format(const char* out_name, const aclTensor* out, const char* s
         out_name, " must have the format of ", src_name);
 }
 
+// The kernels load elements as their type (float, uint16_t, ...), which needs the data pointer
+// aligned to the element size: refused here rather than read misaligned (undefined behaviour;
+// UBSan reported it in im2col). Offsets count elements, so an aligned base aligns every element.
+static void check_alignment(const char* name, const aclTensor* t) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(t->data);
+  const size_t need = dtype_size(t->dtype);
+  if (need <= 1 || address % need == 0) return;
+  const uintptr_t has = address & (~address + 1);  // the largest power of 2 dividing it
+  fail(ACLNN_ERR_PARAM_INVALID,
+       cat(name, " has data pointer ", t->data, ", aligned to ", has, " byte", has == 1 ? "" : "s",
+           ", but its ", dtype_str(t->dtype), " elements need ", need,
+           "-byte alignment; pass a pointer aligned to the element size"));
+}
+
 void check_layout(const char* name, const aclTensor* t, bool is_output) {
   constexpr __int128 kInt64Max = INT64_MAX;
   __int128 numel = 1;
@@ -154,6 +181,7 @@ void check_layout(const char* name, const aclTensor* t, bool is_output) {
   if (numel == 0) return;
   check(t->data != nullptr, ACLNN_ERR_PARAM_INVALID, name, " has a null data pointer but ",
         static_cast<int64_t>(numel), " elements (shape ", shape_of(t), ")");
+  check_alignment(name, t);
   __int128 last = t->offset;
   for (size_t i = 0; i < t->view_dims.size(); ++i)
     last += static_cast<__int128>(t->view_dims[i] - 1) * t->strides[i];

@@ -34,6 +34,10 @@ SocProfile current_soc();
 // 161001 "<name> is null" unless p is set.
 void require(const void* p, const char* name);
 void require(const void* p, const std::string& name);
+// The meta objects must also be live: not destroyed, and of their own kind (handles.h).
+void require(const aclTensor* t, const char* name);
+void require(const aclIntArray* a, const char* name);
+void require(const aclBoolArray* a, const char* name);
 
 // dtype in {FLOAT, FLOAT16, BFLOAT16 (if the SoC has it)}, or DOUBLE with ACLNN_CPU_EXT_DOUBLE.
 void check_dtype(const char* name, const aclTensor* t, const SocProfile& soc);

@@ -31,6 +31,7 @@ aclnnStatus aclnnConvolutionGetWorkspaceSize(const aclTensor* input, const aclTe
     // 1. Null pointers (bias is optional).
     require(input, "input");
     require(weight, "weight");
+    if (bias) require(bias, "bias");
     require(stride, "stride");
     require(padding, "padding");
     require(dilation, "dilation");

@@ -29,6 +29,32 @@ void check_gemm_dim(const char* what, int64_t v) {
         kMaxGemmDim, " (32-bit BLAS dimension)");
 }
 
+// The product a * b * c of a geometry's extents, refused where it overflows int64. No tensor's
+// element count bounds it in an empty problem: x [0, C, 0, H, W] padded in D has an output of
+// D_out x H x W per sample, beyond int64 for H * W near 2^62, though every tensor is empty.
+int64_t checked_product(const char* what, int64_t a, int64_t b, int64_t c) {
+  int64_t v = 0;
+  const bool overflow = __builtin_mul_overflow(a, b, &v) || __builtin_mul_overflow(v, c, &v);
+  check(!overflow, ACLNN_ERR_PARAM_INVALID, "the problem is too large: its ", what, " ", a, " x ",
+        b, " x ", c, " overflows int64");
+  return v;
+}
+
+// Every product ConvGeometry forms (in_size, out_size, k_size, col_rows) fits int64 and the 32-bit
+// BLAS dimensions, checked before any of them is used.
+void check_geometry(const ConvGeometry& g) {
+  const auto& in = g.in;
+  const auto& out = g.out;
+  const auto& k = g.k;
+  check_gemm_dim("input spatial size", checked_product("input spatial size", in[0], in[1], in[2]));
+  check_gemm_dim("output spatial size",
+                 checked_product("output spatial size", out[0], out[1], out[2]));
+  const int64_t taps = checked_product("kernel size", k[0], k[1], k[2]);
+  check_gemm_dim("input channels per group x kernel size",
+                 checked_product("input channels per group x kernel size", g.cin_g(), taps, 1));
+  check_gemm_dim("output channels per group", g.cout_g());
+}
+
 // The dense compute buffer of a view: its own memory when usable in place, else the workspace.
 template <typename T>
 T* buffer(const std::optional<View5>& v, uint64_t off, char* ws) {
@@ -296,11 +322,7 @@ static Threads conv_threads(const ConvGeometry& g) {
 }
 
 aclOpExecutor* make_executor(const char* api, ConvJob job, uint64_t* workspace_size) {
-  const ConvGeometry& g = job.g;
-  check_gemm_dim("input spatial size", g.in_size());
-  check_gemm_dim("output spatial size", g.out_size());
-  check_gemm_dim("input channels per group x kernel size", g.col_rows());
-  check_gemm_dim("output channels per group", g.cout_g());
+  check_geometry(job.g);
   init_blas_threads();
 
   auto plan = std::make_shared<Plan>();
