@@ -34,8 +34,9 @@ class TempFile {
  public:
   explicit TempFile(const std::string& path) : name_(path + ".tmp-XXXXXX") {
     fd_ = ::mkstemp(name_.data());
+    const int err = errno;  // read before anything else can change it
     check(fd_ >= 0, "save_safetensors: cannot create the temporary file '", name_, "' for '", path,
-          "': ", errno_text(errno));
+          "': ", errno_text(err));
     ::fchmod(fd_, 0644);  // mkstemp makes 0600; checkpoints are ordinary readable files
   }
   ~TempFile() {
@@ -48,23 +49,30 @@ class TempFile {
   void write(const char* data, size_t n) {
     while (n > 0) {
       const ssize_t w = ::write(fd_, data, n);
-      if (w < 0 && errno == EINTR) continue;
-      check(w > 0, "save_safetensors: writing '", name_,
-            "' failed: ", errno_text(w < 0 ? errno : EIO));
+      const int err = w < 0 ? errno : EIO;
+      if (err == EINTR) continue;
+      check(w > 0, "save_safetensors: writing '", name_, "' failed: ", errno_text(err));
       data += w;
       n -= static_cast<size_t>(w);
     }
   }
 
   // fsync + close + rename over target; the temporary file is gone afterwards either way.
+  // errno is saved right after each call: check()'s arguments are evaluated in an unspecified
+  // order, so reading it there could report an older error.
   void commit(const std::string& target) {
-    check(::fsync(fd_) == 0, "save_safetensors: fsync of '", name_,
-          "' failed: ", errno_text(errno));
+    const bool synced = ::fsync(fd_) == 0;
+    int err = errno;
+    check(synced, "save_safetensors: fsync of '", name_, "' failed: ", errno_text(err));
     const int fd = fd_;
     fd_ = -1;
-    check(::close(fd) == 0, "save_safetensors: closing '", name_, "' failed: ", errno_text(errno));
-    check(::rename(name_.c_str(), target.c_str()) == 0, "save_safetensors: cannot rename '", name_,
-          "' to '", target, "': ", errno_text(errno));
+    const bool closed = ::close(fd) == 0;
+    err = errno;
+    check(closed, "save_safetensors: closing '", name_, "' failed: ", errno_text(err));
+    const bool renamed = ::rename(name_.c_str(), target.c_str()) == 0;
+    err = errno;
+    check(renamed, "save_safetensors: cannot rename '", name_, "' to '", target,
+          "': ", errno_text(err));
     committed_ = true;
     // Make the rename itself durable (best effort: some file systems refuse fsync on dirs).
     const int dir = ::open(parent_dir(target).c_str(), O_RDONLY | O_DIRECTORY);
@@ -82,7 +90,8 @@ class TempFile {
 
 std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
-  check(fd >= 0, "load_safetensors: cannot open '", path, "': ", errno_text(errno));
+  const int err = errno;
+  check(fd >= 0, "load_safetensors: cannot open '", path, "': ", errno_text(err));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
