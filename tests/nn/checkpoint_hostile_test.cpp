@@ -1,6 +1,6 @@
 // Crafted checkpoint files (issue 38): deep JSON nesting, numbers beyond double range, a huge
-// sparse file behind a tiny header. Each gives an aclgrad::Error naming the file, short enough
-// to print, quickly and without crashing.
+// sparse file behind a tiny header, empty tensors with huge other dims. Each gives an
+// aclgrad::Error naming the file, short enough to print, quickly and without crashing.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -123,6 +123,24 @@ TEST(HostileCheckpoint, HugeSparseFileFailsFastWithoutReadingIt) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 1.0);
   EXPECT_LT(max_rss_kib() - rss_before, 100 * 1024) << "KiB of peak RSS growth";
+}
+
+// PyTorch accepts an empty tensor whose other dims multiply past int64; so do we.
+TEST(HostileCheckpoint, EmptyTensorWithHugeDimsLoads) {
+  TempDir dir;
+  const std::string path = dir.file("empty.safetensors");
+  write_file(path, file_with("{\"e\":{\"dtype\":\"F32\",\"shape\":[0,4294967296,4294967296],"
+                             "\"data_offsets\":[0,0]}}",
+                             ""));
+  const Tensor e = nn::load_safetensors(path).at("e");
+  EXPECT_EQ(e.sizes(), (Shape{0, int64_t{1} << 32, int64_t{1} << 32}));
+  EXPECT_EQ(e.numel(), 0);
+  for (int64_t s : e.strides()) EXPECT_GE(s, 0);
+  // The same dims with data are refused as an overflow, not loaded.
+  write_file(path, file_with("{\"e\":{\"dtype\":\"F32\",\"shape\":[1,4294967296,4294967296],"
+                             "\"data_offsets\":[0,0]}}",
+                             ""));
+  expect_load_error(path, {"tensor 'e': shape [1,4294967296,4294967296] overflows"});
 }
 
 }  // namespace
