@@ -1,11 +1,13 @@
-// Checkpoint files: atomic writes (temporary file, fsync, rename), whole-file reads, and the
-// module-level save/load on top of the safetensors format (nn/safetensors.cpp).
+// Checkpoint files: atomic writes (temporary file, fsync, rename), reads that check the header
+// before touching the data, and the module-level save/load on top of the safetensors format
+// (nn/safetensors.cpp, nn/safetensors_header.cpp).
 #include "nn/checkpoint.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -14,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/safetensors_format.h"
+#include "tensor/creation.h"
 
 namespace aclgrad::nn {
 
@@ -34,8 +37,9 @@ class TempFile {
  public:
   explicit TempFile(const std::string& path) : name_(path + ".tmp-XXXXXX") {
     fd_ = ::mkstemp(name_.data());
+    const int err = errno;  // read before anything else can change it
     check(fd_ >= 0, "save_safetensors: cannot create the temporary file '", name_, "' for '", path,
-          "': ", errno_text(errno));
+          "': ", errno_text(err));
     ::fchmod(fd_, 0644);  // mkstemp makes 0600; checkpoints are ordinary readable files
   }
   ~TempFile() {
@@ -48,23 +52,30 @@ class TempFile {
   void write(const char* data, size_t n) {
     while (n > 0) {
       const ssize_t w = ::write(fd_, data, n);
-      if (w < 0 && errno == EINTR) continue;
-      check(w > 0, "save_safetensors: writing '", name_,
-            "' failed: ", errno_text(w < 0 ? errno : EIO));
+      const int err = w < 0 ? errno : EIO;
+      if (err == EINTR) continue;
+      check(w > 0, "save_safetensors: writing '", name_, "' failed: ", errno_text(err));
       data += w;
       n -= static_cast<size_t>(w);
     }
   }
 
   // fsync + close + rename over target; the temporary file is gone afterwards either way.
+  // errno is saved right after each call: check()'s arguments are evaluated in an unspecified
+  // order, so reading it there could report an older error.
   void commit(const std::string& target) {
-    check(::fsync(fd_) == 0, "save_safetensors: fsync of '", name_,
-          "' failed: ", errno_text(errno));
+    const bool synced = ::fsync(fd_) == 0;
+    int err = errno;
+    check(synced, "save_safetensors: fsync of '", name_, "' failed: ", errno_text(err));
     const int fd = fd_;
     fd_ = -1;
-    check(::close(fd) == 0, "save_safetensors: closing '", name_, "' failed: ", errno_text(errno));
-    check(::rename(name_.c_str(), target.c_str()) == 0, "save_safetensors: cannot rename '", name_,
-          "' to '", target, "': ", errno_text(errno));
+    const bool closed = ::close(fd) == 0;
+    err = errno;
+    check(closed, "save_safetensors: closing '", name_, "' failed: ", errno_text(err));
+    const bool renamed = ::rename(name_.c_str(), target.c_str()) == 0;
+    err = errno;
+    check(renamed, "save_safetensors: cannot rename '", name_, "' to '", target,
+          "': ", errno_text(err));
     committed_ = true;
     // Make the rename itself durable (best effort: some file systems refuse fsync on dirs).
     const int dir = ::open(parent_dir(target).c_str(), O_RDONLY | O_DIRECTORY);
@@ -80,35 +91,49 @@ class TempFile {
   bool committed_ = false;
 };
 
-std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  check(fd >= 0, "load_safetensors: cannot open '", path, "': ", errno_text(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
+// A regular file opened for reading at given offsets; closed on every path.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     const int err = errno;
-    ::close(fd);
-    check(false, "load_safetensors: cannot stat '", path, "': ", errno_text(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    check(false, "load_safetensors: '", path, "' is not a regular file");
-  }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      const int err = r < 0 ? errno : 0;
-      ::close(fd);
-      check(false, "load_safetensors: reading '", path, "' failed after ", got, " of ",
-            bytes.size(), " bytes", err ? ": " + errno_text(err) : std::string(" (file shrank)"));
+    check(fd_ >= 0, "load_safetensors: cannot open '", path, "': ", errno_text(err));
+    struct stat st {};
+    const int stat_err = ::fstat(fd_, &st) == 0 ? 0 : errno;
+    if (stat_err != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);  // the destructor does not run for a constructor that throws
+      check(stat_err == 0, "load_safetensors: cannot stat '", path, "': ", errno_text(stat_err));
+      check(false, "load_safetensors: '", path, "' is not a regular file");
     }
-    got += static_cast<size_t>(r);
+    size_ = static_cast<uint64_t>(st.st_size);
   }
-  ::close(fd);
-  return bytes;
-}
+  ~InputFile() { ::close(fd_); }
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  uint64_t size() const { return size_; }
+
+  // Reads exactly n bytes at offset into dst.
+  void read(void* dst, uint64_t n, uint64_t offset, const char* what) {
+    auto* p = static_cast<char*>(dst);
+    uint64_t got = 0;
+    while (got < n) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - got, 1u << 30));
+      const ssize_t r = ::pread(fd_, p + got, chunk, static_cast<off_t>(offset + got));
+      const int err = r < 0 ? errno : 0;
+      if (err == EINTR) continue;
+      check(r > 0, "load_safetensors: reading ", what, " of '", path_, "' failed after ", got,
+            " of ", n, " bytes at offset ", offset,
+            err ? ": " + errno_text(err) : std::string(" (the file shrank)"));
+      got += static_cast<uint64_t>(r);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
 
 }  // namespace
 
@@ -134,8 +159,27 @@ void save_safetensors(const std::string& path, const NamedList<Tensor>& tensors,
   save_safetensors(path, map, metadata);
 }
 
+// The length and header are read and every offset checked against the file size before any
+// data is read, so a lying header costs neither memory nor time; each tensor's bytes are then
+// read straight into its storage.
 TensorMap load_safetensors(const std::string& path, Metadata* metadata) {
-  return deserialize_safetensors(read_file(path), metadata, path);
+  using namespace safetensors_detail;
+  InputFile file(path);
+  char prefix[8] = {};
+  if (file.size() >= 8) file.read(prefix, 8, 0, "the header length");
+  const uint64_t n = header_length(std::string_view(prefix, 8), file.size(), path);
+  std::string text(n, '\0');
+  file.read(text.data(), n, 8, "the header");
+  Header header = parse_header(text, file.size() - 8 - n, path);
+  TensorMap out;
+  for (const Entry& e : header.entries) {
+    Tensor t = empty(e.shape, e.dtype);
+    file.read(t.data_ptr(), e.end - e.begin, 8 + n + e.begin, "tensor data");
+    check_bool_bytes(e, static_cast<const char*>(t.data_ptr()), path);
+    out.emplace(e.name, std::move(t));
+  }
+  if (metadata) *metadata = std::move(header.metadata);
+  return out;
 }
 
 void save(const Module& module, const std::string& path, const TensorMap& extra_tensors,
@@ -160,16 +204,21 @@ CheckpointExtras load(Module& module, const std::string& path, bool strict) {
   TensorMap all = load_safetensors(path, &out.metadata);
   std::set<std::string> extra_names;
   if (const auto it = out.metadata.find(kExtraTensorsKey); it != out.metadata.end()) {
+    // The string comes from the file: bounded nesting, and only excerpts in messages.
     nlohmann::json names;
-    try {
-      names = nlohmann::json::parse(it->second);
-    } catch (const nlohmann::json::exception&) {
+    if (safetensors_detail::json_depth_exceeded(it->second) == std::string::npos) {
+      try {
+        names = nlohmann::json::parse(it->second);
+      } catch (const nlohmann::json::exception&) {
+      }
     }
     check(names.is_array(), "load: '", path, "': metadata '", kExtraTensorsKey,
-          "' must be a JSON array of tensor names, got ", it->second);
+          "' must be a JSON array of tensor names, got ", safetensors_detail::excerpt(it->second));
     for (const auto& n : names) {
       check(n.is_string() && all.count(n.get<std::string>()), "load: '", path, "': extra tensor ",
-            n.dump(), " listed in the metadata is not in the file");
+            safetensors_detail::excerpt(
+                n.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+            " listed in the metadata is not in the file");
       extra_names.insert(n.get<std::string>());
     }
     out.metadata.erase(it);

@@ -21,11 +21,14 @@
 //
 // Reading checks everything and throws Error naming the file (and the tensor, with expected vs
 // got) on: a short file, a header length beyond the file, a header that is not a JSON object
-// (parse errors give the byte position), duplicate names, unknown or unsupported dtype strings,
-// malformed shapes or offsets, byte counts that do not match shape x dtype, offsets outside
-// the data section, overlapping tensors, gaps or trailing bytes, BOOL bytes other than 0/1,
-// non-string metadata. load() additionally checks the names, shapes and dtypes against the
-// module before copying anything, so the module is untouched on any error.
+// (parse errors give the byte position), nesting deeper than 128 levels (refused before
+// parsing), numbers beyond double range (naming the tensor and field), duplicate names, unknown or
+// unsupported dtype strings, malformed shapes or offsets, byte counts that do not match shape x
+// dtype, offsets outside the data section, overlapping tensors, gaps or trailing bytes, BOOL bytes
+// other than 0/1, non-string metadata. Messages quote at most a short prefix of what the file
+// holds. The header is checked against the file size before any data is read. load() additionally
+// checks the names, shapes and dtypes against the module before copying anything, so the module is
+// untouched on any error.
 #pragma once
 
 #include <initializer_list>
@@ -67,7 +70,8 @@ inline void save_safetensors(const std::string& path,
                              const Metadata& metadata = {}) {
   save_safetensors(path, NamedList<Tensor>(tensors.begin(), tensors.end()), metadata);
 }
-/// Reads and validates a whole file (see the list above); fills *metadata when given.
+/// Reads the header, validates it (see the list above) against the file size, then reads only
+/// the data, straight into each tensor; fills *metadata when given.
 TensorMap load_safetensors(const std::string& path, Metadata* metadata = nullptr);
 
 /// What a module checkpoint holds besides the module's own state.

@@ -19,11 +19,12 @@ bool compute_contiguous(const Shape& sizes, const Shape& strides, int64_t numel)
   return true;
 }
 
-// offset + sum((size - 1) * stride) + 1 with overflow detection; 0 for an empty layout.
+// offset + sum((size - 1) * stride) + 1 with overflow detection; 0 for an empty layout (checked
+// first: the other dims of an empty layout may be huge).
 std::optional<int64_t> extent(const Shape& sizes, const Shape& strides, int64_t offset) {
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
   int64_t last = offset;
   for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 0) return 0;
     int64_t span;
     if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &span)) return std::nullopt;
     if (__builtin_add_overflow(last, span, &last)) return std::nullopt;
@@ -33,6 +34,20 @@ std::optional<int64_t> extent(const Shape& sizes, const Shape& strides, int64_t 
   return end;
 }
 
+// offset + index * stride for a view op. It can overflow only when the view is empty (a
+// non-empty view's elements are reachable indices of l), and then no element is addressed
+// through the offset, so l's is kept.
+int64_t view_offset(const Layout& l, int64_t index, int64_t stride, bool view_empty,
+                    const char* op) {
+  int64_t step = 0, out = 0;
+  const bool overflow = __builtin_mul_overflow(index, stride, &step) ||
+                        __builtin_add_overflow(l.offset(), step, &out);
+  if (!overflow) return out;
+  check<IndexError>(view_empty, op, ": offset ", l.offset(), " + index ", index, " * stride ",
+                    stride, " overflows int64 indices");
+  return l.offset();
+}
+
 }  // namespace
 
 int64_t checked_numel(const Shape& sizes, const char* op) {
@@ -40,6 +55,8 @@ int64_t checked_numel(const Shape& sizes, const char* op) {
   for (size_t d = 0; d < sizes.size(); ++d) {
     check<ShapeError>(sizes[d] >= 0, op, ": size ", sizes[d], " at dimension ", d, " is negative");
   }
+  // Empty whatever the other sizes, whose product alone may pass int64 (PyTorch accepts that).
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
   for (int64_t s : sizes) {
     check<ShapeError>(!__builtin_mul_overflow(n, s, &n), op, ": sizes ", sizes,
                       " overflow the int64 element count");
@@ -65,6 +82,7 @@ Layout::Layout(Shape sizes, Shape strides, int64_t offset)
 }
 
 bool Layout::has_internal_overlap() const {
+  if (numel_ == 0) return false;  // no two elements at all
   for (size_t d = 0; d < sizes_.size(); ++d) {
     if (sizes_[d] > 1 && strides_[d] == 0) return true;
   }
@@ -79,9 +97,12 @@ Layout Layout::contiguous(Shape sizes, int64_t offset) {
 Shape contiguous_strides(const Shape& sizes) {
   Shape strides(sizes.size());
   int64_t s = 1;
+  bool overflow = false;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    strides[d] = s;
-    s *= std::max<int64_t>(sizes[d], 1);
+    // Past int64 only when the tensor is empty (else numel would overflow first, and the
+    // layout refuses that): no element is addressed through these outer dims, so stride 0.
+    strides[d] = overflow ? 0 : s;
+    overflow = overflow || __builtin_mul_overflow(s, std::max<int64_t>(sizes[d], 1), &s);
   }
   return strides;
 }
@@ -214,7 +235,9 @@ Layout narrow(const Layout& l, int64_t dim, int64_t start, int64_t length) {
                     " exceeds size ", size, " of dimension ", d);
   Shape sizes = l.sizes();
   sizes[d] = length;
-  return Layout(std::move(sizes), l.strides(), l.offset() + start * l.strides()[d]);
+  const int64_t offset =
+      view_offset(l, start, l.strides()[d], length == 0 || l.numel() == 0, "narrow");
+  return Layout(std::move(sizes), l.strides(), offset);
 }
 
 Layout slice(const Layout& l, int64_t dim, int64_t start, int64_t end, int64_t step) {
@@ -230,7 +253,8 @@ Layout slice(const Layout& l, int64_t dim, int64_t start, int64_t end, int64_t s
   end = std::max(clamp(end), start);
   Shape sizes = l.sizes(), strides = l.strides();
   sizes[d] = (end - start + step - 1) / step;
-  const int64_t offset = l.offset() + start * strides[d];
+  const int64_t offset =
+      view_offset(l, start, strides[d], sizes[d] == 0 || l.numel() == 0, "slice");
   // Stride times step may overflow only for a dim with < 2 elements, where it does not matter.
   if (__builtin_mul_overflow(strides[d], step, &strides[d]) || sizes[d] <= 1) {
     strides[d] = l.strides()[d];
@@ -246,7 +270,7 @@ Layout select(const Layout& l, int64_t dim, int64_t index) {
                     " is out of bounds for dimension ", d, " with size ", size);
   if (index < 0) index += size;
   Shape sizes = l.sizes(), strides = l.strides();
-  const int64_t offset = l.offset() + index * strides[d];
+  const int64_t offset = view_offset(l, index, strides[d], l.numel() == 0, "select");
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
   return Layout(std::move(sizes), std::move(strides), offset);
@@ -303,7 +327,10 @@ Layout squeeze(const Layout& l, int64_t dim) {
 Layout unsqueeze(const Layout& l, int64_t dim) {
   const int64_t d = wrap_dim(dim, l.dim() + 1, "unsqueeze");
   Shape sizes = l.sizes(), strides = l.strides();
-  const int64_t stride = d < l.dim() ? sizes[d] * strides[d] : 1;
+  // PyTorch's stride for the new size-1 dim; any value is valid for a size-1 dim, so an
+  // overflowing product (huge dims of an empty tensor) falls back to the neighbour's stride.
+  int64_t stride = 1;
+  if (d < l.dim() && __builtin_mul_overflow(sizes[d], strides[d], &stride)) stride = strides[d];
   sizes.insert(sizes.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
   return Layout(std::move(sizes), std::move(strides), l.offset());
@@ -317,7 +344,9 @@ Shape flatten_sizes(const Shape& sizes, int64_t start_dim, int64_t end_dim) {
   if (ndim == 0) return {1};
   Shape out(sizes.begin(), sizes.begin() + s);
   int64_t merged = 1;
-  for (int64_t d = s; d <= e; ++d) merged *= sizes[d];
+  for (int64_t d = s; d <= e; ++d)  // may overflow for an empty tensor with huge other dims
+    check<ShapeError>(!__builtin_mul_overflow(merged, sizes[d], &merged), "flatten: merging dims ",
+                      s, " to ", e, " of sizes ", sizes, " overflows int64");
   out.push_back(merged);
   out.insert(out.end(), sizes.begin() + e + 1, sizes.end());
   return out;

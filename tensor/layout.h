@@ -47,9 +47,11 @@ class Layout {
   bool contiguous_ = true;
 };
 
-/// Row-major strides of a contiguous tensor of the given sizes.
+/// Row-major strides of a contiguous tensor of the given sizes. An empty tensor's other dims may
+/// multiply past int64 (PyTorch accepts [0, 2^32, 2^32]): those outer dims get stride 0.
 Shape contiguous_strides(const Shape& sizes);
-/// Product of sizes; throws ShapeError "<op>: size -1 at dimension 0 is negative" or on overflow.
+/// Product of sizes; throws ShapeError "<op>: size -1 at dimension 0 is negative" or on overflow
+/// (none when a size is 0: the product is 0 whatever the others).
 int64_t checked_numel(const Shape& sizes, const char* op);
 /// Wraps a possibly negative dim into [0, ndim); IndexError when outside [-ndim, ndim - 1].
 /// A 0-dim tensor accepts dims 0 and -1 (as PyTorch does).

@@ -16,6 +16,11 @@ target_link_libraries(aclgrad INTERFACE aclgrad_nn)
 add_library(aclgrad::aclgrad ALIAS aclgrad)
 
 set(ACLGRAD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/aclgrad)
+# Installed libraries find each other (and libaclnn.so.0) in their own directory: the dynamic
+# loader searches a NEEDED entry only with the RUNPATH of the object that has it, so a consumer's
+# RUNPATH does not reach its libraries' dependencies. $ORIGIN keeps any prefix relocatable.
+set_target_properties(aclgrad_tensor aclgrad_autograd aclgrad_ops aclgrad_nn aclgrad_distributed
+  PROPERTIES INSTALL_RPATH "$ORIGIN")
 install(TARGETS aclgrad_tensor aclgrad_autograd aclgrad_ops aclgrad_nn aclgrad aclgrad_openblas
   EXPORT aclgradTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT aclgrad_runtime

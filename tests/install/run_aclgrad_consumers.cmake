@@ -19,20 +19,39 @@ function(run)
   message(STATUS "${out}")
 endfunction()
 
+# Every installed shared library of the framework must carry RUNPATH $ORIGIN (readelf -d), so
+# its dependencies (libaclnn.so.0) are found next to it wherever the tree was installed.
+function(check_runpaths libdir)
+  file(GLOB libs ${libdir}/libaclgrad_*.so.*.*)
+  find_program(READELF readelf)
+  if(NOT libs OR NOT READELF)
+    return()  # a static build, or no binutils: the consumer runs below still decide
+  endif()
+  foreach(lib ${libs})
+    execute_process(COMMAND ${READELF} -d ${lib} OUTPUT_VARIABLE dyn)
+    if(NOT dyn MATCHES "\\(RUNPATH\\)[^\n]*\\[\\$ORIGIN\\]")
+      message(FATAL_ERROR "${lib} has no RUNPATH [$ORIGIN]:\n${dyn}")
+    endif()
+  endforeach()
+endfunction()
+
 # Builds and runs both consumers against an installed tree under `root` (its usr-like prefix).
+# They run with no library path (unset, not merely not set here): the RUNPATHs must suffice.
 function(consumers prefix)
   file(GLOB_RECURSE pcs ${prefix}/*/aclgrad.pc)
   list(GET pcs 0 pc)
   get_filename_component(pcdir ${pc} DIRECTORY)
   get_filename_component(libdir ${pcdir} DIRECTORY)
+  check_runpaths(${libdir})
+  set(no_env ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH)
   run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/cmake-consumer
       -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${extra}")
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake-consumer)
-  run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/cmake-consumer/train_two_steps)
+  run(${no_env} ${WORK_DIR}/cmake-consumer/train_two_steps)
   file(MAKE_DIRECTORY ${WORK_DIR}/make-consumer)
   run(${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pcdir} make -s -C ${CONSUMER_SOURCE}
       OUT=${WORK_DIR}/make-consumer "EXTRA_FLAGS=${extra}")
-  run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/make-consumer/train_two_steps)
+  run(${no_env} ${WORK_DIR}/make-consumer/train_two_steps)
 endfunction()
 
 if(MODE STREQUAL "prefix")

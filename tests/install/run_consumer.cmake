@@ -15,7 +15,9 @@ endif()
 run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/build
   -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DDEMO_SOURCE=${DEMO_SOURCE} "-DCMAKE_CXX_FLAGS=${extra}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-execute_process(COMMAND ${WORK_DIR}/build/consumer RESULT_VARIABLE rc)
+# No library path from the environment: the consumer's own RUNPATH must find libaclnn.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${WORK_DIR}/build/consumer
+  RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "consumer exited with ${rc}")
 endif()

@@ -21,11 +21,13 @@
 #include "nn/nn.h"
 #include "tensor/creation.h"
 #include "tests/autograd/test_util.h"
+#include "tests/nn/temp_dir.h"
 
 namespace aclgrad {
 namespace {
 
 using testing::message_of;
+using testing::TempDir;
 
 /// The raw bytes of a tensor (row-major), for bit-exact comparisons.
 inline std::string bytes_of(const Tensor& t) {
@@ -42,38 +44,6 @@ inline std::map<std::string, std::string> snapshot(const nn::Module& m) {
   }
   return out;
 }
-
-/// A fresh empty directory, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "aclgrad-nn-XXXXXX").string();
-    char* made = ::mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr) << std::strerror(errno);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  /// Names of the entries in the directory, sorted.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(path_))
-      out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  std::string path_;
-};
 
 std::string from_bytes(std::initializer_list<int> bytes) {
   std::string s;
@@ -388,6 +358,8 @@ TEST(AtomicSave, FailedRenameRemovesTheTemporaryFile) {
     nn::save_safetensors(path, {{"w", ones({2})}});
   });
   EXPECT_NE(msg.find("cannot rename"), std::string::npos) << msg;
+  // errno of rename itself, not an older one (it was read in the same argument list).
+  EXPECT_NE(msg.find(std::strerror(EISDIR)), std::string::npos) << msg;
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"ckpt"});
   EXPECT_EQ(read_file(path + "/keep"), "x");
 }

@@ -193,6 +193,16 @@ TEST_F(IdxTest, AbsurdSizesFailWithoutAllocatingThem) {
   expect_error(gz, {"truncated", "promises 1073741824 data bytes", "found 10"});
 }
 
+// No images, but dims whose product passes int64: an empty tensor, as in PyTorch. The strides
+// once overflowed, giving "stride -8589934591 is negative".
+TEST_F(IdxTest, NoImagesWithHugeDimsIsAnEmptyTensor) {
+  const Tensor t =
+      read_idx_images(write("none", idx_file(0x08, {0, 4294967295u, 4294967295u}, {})));
+  EXPECT_EQ(t.sizes(), (Shape{0, 1, 4294967295, 4294967295}));
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(read_idx_labels(write("labels", idx_file(0x08, {0}, {}))).numel(), 0);
+}
+
 TEST_F(IdxTest, MissingFile) {
   const std::string path = (dir_ / "nope.gz").string();
   expect_error(path, {"cannot open", "No such file"});

@@ -239,5 +239,30 @@ TEST(Views, ZeroDimTensorViews) {
   EXPECT_EQ(s.expand({2, 2}).strides(), (Shape{0, 0}));
 }
 
+// An empty tensor's other dims may multiply past int64 (PyTorch accepts it): its strides and
+// views must neither overflow nor be refused. A non-empty one of those dims is an overflow.
+TEST(Views, EmptyTensorsWithHugeDims) {
+  const int64_t big = int64_t{1} << 32;
+  const Tensor e = empty({0, 1, 4294967295, 4294967295});  // an IDX header's [0, 2^32-1, 2^32-1]
+  EXPECT_EQ(e.numel(), 0);
+  EXPECT_EQ(e.strides(), (Shape{0, 0, 4294967295, 1}));
+  const Tensor f = empty({0, big, big});
+  EXPECT_EQ(f.strides(), (Shape{0, big, 1}));
+  EXPECT_TRUE(f.is_contiguous());
+  EXPECT_EQ(f.select(1, big - 1).sizes(), (Shape{0, big}));
+  EXPECT_EQ(f.narrow(1, big, 0).sizes(), (Shape{0, 0, big}));
+  EXPECT_EQ(f.slice(2, big - 1).sizes(), (Shape{0, big, 1}));
+  EXPECT_EQ(f.unsqueeze(1).sizes(), (Shape{0, 1, big, big}));
+  EXPECT_EQ(f.transpose(0, 2).contiguous().sizes(), (Shape{big, big, 0}));
+  EXPECT_EQ(f.reshape({big, 0, big}).numel(), 0);
+  EXPECT_EQ(f.flatten(0, 1).sizes(), (Shape{0, big}));
+  EXPECT_THROW(f.flatten(1, 2), ShapeError);  // 2^64 elements per row: a real overflow
+  // Stride 0 on an outer dim of size 2^32, yet no two elements overlap: there are none.
+  const Tensor g = empty({big, big, big, 0});
+  EXPECT_EQ(g.strides(), (Shape{0, big, 1, 1}));
+  EXPECT_NO_THROW(g.copy_(zeros({0})));
+  EXPECT_THROW(empty({1, big, big}), ShapeError);
+}
+
 }  // namespace
 }  // namespace aclgrad
