@@ -41,17 +41,12 @@ std::vector<Algo> Registered() {
   return out;
 }
 
-// Whether ACLNN_CPU_BF16_DOT=0 turns the bf16 dot kernels off.
-bool Bf16DotOff() {
-  const char* dot = std::getenv("ACLNN_CPU_BF16_DOT");
-  return dot && dot[0] == '0';
-}
-
-// Whether this is the ACLNN_CPU_BF16_DOT=0 run on a CPU where the =1 run sweeps too: the switch
-// changes only bf16 problems (engine.cpp: Problem::bf16), so the =1 run already checked every other
-// dtype on the same paths, and this one checks bf16 (and plain fp32, which every algorithm serves).
+// Whether this run has the bf16 dot kernels off on a CPU where they can run, so ctest's
+// ACLNN_CPU_BF16_DOT=1 run sweeps with them on: the policy changes only bf16 problems
+// (engine.cpp: Problem::bf16), so that run already checks every other dtype on the same paths, and
+// this one checks bf16 (and plain fp32, which every algorithm serves).
 bool OnlyBf16Differs() {
-  return Bf16DotOff() && aclnnCpuHasFeature("avx512_bf16") == 1;
+  return !acltest::Bf16DotRuns() && aclnnCpuHasFeature("avx512_bf16") == 1;
 }
 
 std::string AlgoName(const ::testing::TestParamInfo<Algo>& info) {
@@ -198,14 +193,18 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     }
     EXPECT_TRUE(tbc || (cblock >= 1 && rows >= 0 && cols >= 1 && ranges >= 1 && chunk >= 0))
         << line;
-    // The arithmetic it runs: bf16 pairs only where the dot kernels run (ACLNN_CPU_BF16_DOT).
+    // The arithmetic it runs: bf16 pairs only where the dot kernels run (the bf16_dot policy), and
+    // the plan line says which way the policy went.
     const bool f32 = line.find(" f32,threads=") != std::string::npos,
                f64 = line.find(" f64,threads=") != std::string::npos,
                bf16 = line.find(" bf16,threads=") != std::string::npos;
     EXPECT_EQ(f32 + f64 + bf16, 1) << line;
     if (bf16) {
-      EXPECT_FALSE(Bf16DotOff()) << line;
+      EXPECT_TRUE(acltest::Bf16DotRuns()) << line;
     }
+    EXPECT_NE(line.find(acltest::Bf16DotRuns() ? ",bf16_dot=on," : ",bf16_dot=off,"),
+              std::string::npos)
+        << line;
   }
   if (a.runs_here) {
     EXPECT_GT(count, 0u) << a.name << " (" << a.primitive << ") never ran on the sweep";

@@ -1,7 +1,6 @@
 #include "cpu/cpu.h"
 
 #include <cstdlib>
-#include <cstring>
 
 namespace aclnn_cpu::cpu {
 
@@ -92,13 +91,9 @@ const char* tier_name(Tier t) {
 }
 
 bool tier_by_name(const char* name, Tier* t) {
-  if (name == nullptr) return false;
-  for (int i = 0; i < kTierCount; ++i)
-    if (std::strcmp(name, kTierNames[i]) == 0) {
-      *t = static_cast<Tier>(i);
-      return true;
-    }
-  return false;
+  const int i = name_index(kTierNames, kTierCount, name);
+  if (i >= 0) *t = static_cast<Tier>(i);
+  return i >= 0;
 }
 
 FeatureSet tier_features(Tier t) {
@@ -123,13 +118,9 @@ const char* policy_name(Policy p) {
 }
 
 bool policy_by_name(const char* name, Policy* p) {
-  if (name == nullptr) return false;
-  for (int i = 0; i < kPolicyCount; ++i)
-    if (std::strcmp(name, kPolicyNames[i]) == 0) {
-      *p = static_cast<Policy>(i);
-      return true;
-    }
-  return false;
+  const int i = name_index(kPolicyNames, kPolicyCount, name);
+  if (i >= 0) *p = static_cast<Policy>(i);
+  return i >= 0;
 }
 
 Capabilities decide(const CpuReading& cpu, const Switches& sw) {

@@ -73,14 +73,17 @@ const char* feature_name(Feature f) {
   return i >= 0 && i < kFeatureCount ? kNames[i] : "unknown";
 }
 
+int name_index(const char* const* names, int count, const char* name) {
+  if (name == nullptr) return -1;
+  for (int i = 0; i < count; ++i)
+    if (std::strcmp(name, names[i]) == 0) return i;
+  return -1;
+}
+
 bool feature_by_name(const char* name, Feature* f) {
-  if (name == nullptr) return false;
-  for (int i = 0; i < kFeatureCount; ++i)
-    if (std::strcmp(name, kNames[i]) == 0) {
-      *f = static_cast<Feature>(i);
-      return true;
-    }
-  return false;
+  const int i = name_index(kNames, kFeatureCount, name);
+  if (i >= 0) *f = static_cast<Feature>(i);
+  return i >= 0;
 }
 
 std::string FeatureSet::names() const {

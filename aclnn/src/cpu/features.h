@@ -30,6 +30,10 @@ enum class Feature : int {
 };
 inline constexpr int kFeatureCount = static_cast<int>(Feature::kCount);
 
+// The index of `name` among `names` (enum order), or -1 (also for a null name): the by-name
+// lookups of features, tiers and policies.
+int name_index(const char* const* names, int count, const char* name);
+
 // Lower-case names, as Linux's /proc/cpuinfo spells them ("avx512_bf16", "amx_tile", ...).
 const char* feature_name(Feature f);
 // The feature of that name; false where no feature has it.
