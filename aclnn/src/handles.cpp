@@ -27,6 +27,16 @@ std::string not_live(const HandleRegistry& r, const void* p, HandleKind kind, co
              ": it was already destroyed or never created by aclCreate");
 }
 
+// p's entry, or throws ApiError (161002) unless p is a live object of `kind` (r.mutex held).
+std::unordered_map<const void*, HandleKind>::iterator find_live(HandleRegistry& r, const void* p,
+                                                                HandleKind kind,
+                                                                const char* param) {
+  auto it = r.live.find(p);
+  if (it == r.live.end() || it->second != kind)
+    fail(ACLNN_ERR_PARAM_INVALID, not_live(r, p, kind, param));
+  return it;
+}
+
 }  // namespace
 
 const char* handle_kind_name(HandleKind kind) {
@@ -56,18 +66,13 @@ void register_handle(const void* p, HandleKind kind) {
 void unregister_handle(const void* p, HandleKind kind, const char* param) {
   auto& r = handles();
   std::lock_guard lock(r.mutex);
-  auto it = r.live.find(p);
-  if (it == r.live.end() || it->second != kind)
-    fail(ACLNN_ERR_PARAM_INVALID, not_live(r, p, kind, param));
-  r.live.erase(it);
+  r.live.erase(find_live(r, p, kind, param));
 }
 
 void require_live(const void* p, HandleKind kind, const char* param) {
   auto& r = handles();
   std::lock_guard lock(r.mutex);
-  auto it = r.live.find(p);
-  if (it == r.live.end() || it->second != kind)
-    fail(ACLNN_ERR_PARAM_INVALID, not_live(r, p, kind, param));
+  find_live(r, p, kind, param);
 }
 
 }  // namespace aclnn_cpu

@@ -43,9 +43,8 @@ struct Allocation {
 constexpr size_t kQuarantineBlocks = 4096;
 constexpr size_t kQuarantineBytes = size_t{64} << 20;
 struct Quarantined {
-  const char* base;
-  Allocation a;
-  size_t resident;  // bytes still backed by memory after the pages were dropped
+  const char* base;  // its Allocation is freed[base]
+  size_t resident;   // bytes still backed by memory after the pages were dropped
 };
 
 struct StreamImpl {
@@ -125,14 +124,15 @@ void quarantine(Runtime& r, char* p, Allocation a) {
   const size_t resident = drop_pages(p, a.size);
   ASAN_POISON_MEMORY_REGION(p, a.size);
   r.freed[p] = a;
-  r.freed_order.push_back({p, a, resident});
+  r.freed_order.push_back({p, resident});
   r.freed_resident += resident;
   while (r.freed_order.size() > kQuarantineBlocks ||
          (r.freed_resident > kQuarantineBytes && r.freed_order.size() > 1)) {
     const Quarantined& q = r.freed_order.front();
     r.freed_resident -= q.resident;
-    r.freed.erase(q.base);
-    ASAN_UNPOISON_MEMORY_REGION(q.base, q.a.size);
+    const auto it = r.freed.find(q.base);
+    ASAN_UNPOISON_MEMORY_REGION(q.base, it->second.size);
+    r.freed.erase(it);
     std::free(const_cast<char*>(q.base));
     r.freed_order.pop_front();
   }
