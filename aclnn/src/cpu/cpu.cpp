@@ -86,8 +86,7 @@ std::string describe(const Capabilities& c) {
 }
 
 const char* tier_name(Tier t) {
-  const int i = static_cast<int>(t);
-  return i >= 0 && i < kTierCount ? kTierNames[i] : "unknown";
+  return name_at(kTierNames, kTierCount, static_cast<int>(t));
 }
 
 bool tier_by_name(const char* name, Tier* t) {
@@ -113,8 +112,7 @@ FeatureSet tier_features(Tier t) {
 }
 
 const char* policy_name(Policy p) {
-  const int i = static_cast<int>(p);
-  return i >= 0 && i < kPolicyCount ? kPolicyNames[i] : "unknown";
+  return name_at(kPolicyNames, kPolicyCount, static_cast<int>(p));
 }
 
 bool policy_by_name(const char* name, Policy* p) {

@@ -68,9 +68,12 @@ Vendor vendor_of(const Regs& leaf0) {
 
 }  // namespace
 
+const char* name_at(const char* const* names, int count, int i) {
+  return i >= 0 && i < count ? names[i] : "unknown";
+}
+
 const char* feature_name(Feature f) {
-  const int i = static_cast<int>(f);
-  return i >= 0 && i < kFeatureCount ? kNames[i] : "unknown";
+  return name_at(kNames, kFeatureCount, static_cast<int>(f));
 }
 
 int name_index(const char* const* names, int count, const char* name) {

@@ -33,6 +33,8 @@ inline constexpr int kFeatureCount = static_cast<int>(Feature::kCount);
 // The index of `name` among `names` (enum order), or -1 (also for a null name): the by-name
 // lookups of features, tiers and policies.
 int name_index(const char* const* names, int count, const char* name);
+// names[i], or "unknown" when i is out of [0, count): the enum-to-name lookups.
+const char* name_at(const char* const* names, int count, int i);
 
 // Lower-case names, as Linux's /proc/cpuinfo spells them ("avx512_bf16", "amx_tile", ...).
 const char* feature_name(Feature f);

@@ -15,10 +15,8 @@ namespace aclnn_cpu::gemm {
 // The kernels' vector width from the tier in force (cpu/cpu.h: CPU, OS and caps). kAvx2 includes
 // FMA and F16C; kAvx512 AVX-512 F, BW, VL and DQ, which every AVX-512 kernel file targets.
 Isa isa() {
-  static const Isa chosen = cpu::tier() >= cpu::Tier::kAvx512 ? Isa::kAvx512
-                            : cpu::tier() >= cpu::Tier::kAvx2 ? Isa::kAvx2
-                                                              : Isa::kNone;
-  return chosen;
+  const cpu::Tier t = cpu::tier();  // decided once by the module; nothing to cache here
+  return t >= cpu::Tier::kAvx512 ? Isa::kAvx512 : t >= cpu::Tier::kAvx2 ? Isa::kAvx2 : Isa::kNone;
 }
 
 const char* isa_name(Isa i) {
