@@ -3,6 +3,7 @@
 // definition, the kernel on the model against a float64 reference and against the definition bit
 // for bit on edge shapes (every machine), and the instructions against the model where the CPU
 // has AMX and Linux grants the tile data. The sources under test are compiled in.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -13,22 +14,16 @@
 
 #include "cpu/cpu.h"
 #include "gemm/amx_gemm.h"
+#include "support/acl_test_util.h"
 
 namespace {
 
 namespace gemm = aclnn_cpu::gemm;
 namespace cpu = aclnn_cpu::cpu;
 
-uint16_t Bf16(float x) {  // exact for the values used here (8 significant bits or fewer)
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  return static_cast<uint16_t>(b >> 16);
-}
-
-float FromBits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
+// bf16 bits as fp32 (the test support's format definitions: exact, denormals kept).
+float Bf16Value(uint16_t bits) {
+  return static_cast<float>(acltest::DecodeBF16(bits));
 }
 
 // One TDPBF16PS on the model with C [1][1] = c0, A [1][P pairs] and B [P pairs][1].
@@ -42,8 +37,9 @@ float OneDot(float c0, const std::vector<float>& a, const std::vector<float>& b)
   m.configure(cfg);
   alignas(64) float c[16] = {c0};
   alignas(64) uint16_t at[32] = {}, bt[16 * 32] = {};
-  for (int i = 0; i < 2 * P; ++i) at[i] = Bf16(a[i]);
-  for (int p = 0; p < P; ++p) bt[p * 32] = Bf16(b[2 * p]), bt[p * 32 + 1] = Bf16(b[2 * p + 1]);
+  for (int i = 0; i < 2 * P; ++i) at[i] = acltest::EncodeBF16(a[i]);
+  for (int p = 0; p < P; ++p)
+    bt[p * 32] = acltest::EncodeBF16(b[2 * p]), bt[p * 32 + 1] = acltest::EncodeBF16(b[2 * p + 1]);
   m.load<0>(c, 64);
   m.load<1>(at, 64);
   m.load<2>(bt, 64);
@@ -62,14 +58,14 @@ TEST(AmxModel, EvenAndOddProductsSumApartThenAdd) {
 }
 
 TEST(AmxModel, DenormalInputsReadAsZeroAndDenormalResultsFlush) {
-  const float tiny = FromBits(0x00010000u);  // the smallest bf16 denormal, 2^-133
+  const float tiny = Bf16Value(0x0001);  // the smallest bf16 denormal, 2^-133
   EXPECT_EQ(OneDot(0.0f, {tiny, 0}, {std::ldexp(1.0f, 100), 0}), 0.0f);
   // 2^-70 * 2^-70 = 2^-140, denormal in fp32: flushed.
   const float small = std::ldexp(1.0f, -70);
   EXPECT_EQ(OneDot(0.0f, {small, 0}, {small, 0}), 0.0f);
   EXPECT_EQ(OneDot(0.0f, {small, 0}, {std::ldexp(1.0f, 60), 0}), std::ldexp(1.0f, -10));
   // a denormal already in C reads as zero too
-  EXPECT_EQ(OneDot(FromBits(0x00000001u), {0, 0}, {0, 0}), 0.0f);
+  EXPECT_EQ(OneDot(std::bit_cast<float>(0x00000001u), {0, 0}, {0, 0}), 0.0f);  // fp32 denormal
 }
 
 TEST(AmxModel, LoadsAndStoresMoveOnlyTheConfiguredShape) {
@@ -98,7 +94,8 @@ std::vector<uint16_t> RandomBf16(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> mant(-64, 64), expo(-3, 3);
   std::vector<uint16_t> v(n);
-  for (auto& x : v) x = Bf16(std::ldexp(static_cast<float>(mant(rng)), expo(rng)) / 64.0f);
+  for (auto& x : v)
+    x = acltest::EncodeBF16(std::ldexp(static_cast<float>(mant(rng)), expo(rng)) / 64.0f);
   return v;
 }
 
@@ -108,13 +105,13 @@ std::vector<uint16_t> RandomBf16(int64_t n, uint32_t seed) {
 float DefinedSum(const std::vector<uint16_t>& a, int64_t ars, int64_t acs,
                  const std::vector<uint16_t>& b, int64_t brs, int64_t bcs, int64_t m, int64_t n,
                  int64_t K, float c) {
-  auto f = [](uint16_t bits) { return FromBits(static_cast<uint32_t>(bits) << 16); };
   for (int64_t k0 = 0; k0 < K; k0 += 32) {
     float even = 0, odd = 0;
     for (int64_t k = k0; k < k0 + 32 && k < K; k += 2) {
-      even = std::fmaf(f(a[m * ars + k * acs]), f(b[k * brs + n * bcs]), even);
+      even = std::fmaf(Bf16Value(a[m * ars + k * acs]), Bf16Value(b[k * brs + n * bcs]), even);
       if (k + 1 < K)
-        odd = std::fmaf(f(a[m * ars + (k + 1) * acs]), f(b[(k + 1) * brs + n * bcs]), odd);
+        odd = std::fmaf(Bf16Value(a[m * ars + (k + 1) * acs]),
+                        Bf16Value(b[(k + 1) * brs + n * bcs]), odd);
     }
     c = c + (even + odd);
   }
@@ -158,8 +155,8 @@ TEST(AmxGemm, ModelMatchesTheDefinitionAndFloat64OnEdgeShapes) {
             inexact += std::memcmp(&got, &want, 4) != 0;
             double exact = accumulate ? C0[m * ldc + n] : 0.0, mag = std::fabs(exact);
             for (int64_t k = 0; k < s.K; ++k) {
-              const double p = static_cast<double>(FromBits(uint32_t{a[m * ars + k * acs]} << 16)) *
-                               FromBits(uint32_t{b[k * s.N + n]} << 16);
+              const double p =
+                  acltest::DecodeBF16(a[m * ars + k * acs]) * acltest::DecodeBF16(b[k * s.N + n]);
               exact += p, mag += std::fabs(p);
             }
             beyond += std::fabs(got - exact) > (s.K + 3) * std::ldexp(1.0, -24) * mag;

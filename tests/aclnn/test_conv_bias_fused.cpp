@@ -20,7 +20,6 @@
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
-#include "aclnn/aclnn_cpu_conv.h"
 #include "support/acl_test_util.h"
 #include "support/conv_case.h"
 
@@ -117,22 +116,13 @@ Lines Count(const std::string& log, const std::string& algo = "grid_direct") {
   return l;
 }
 
-// Whether backward_weight's `algo` can run at the tier in force (libaclnn says:
-// aclnnCpuConvAlgorithmRunsHere). grid_direct and strided_direct need AVX2 + FMA; at tier none
-// (ctest's _maxnone run) a forced one never runs, the planner's fallback computes every case (the
-// values are still checked), and no plan line may name it.
-bool WeightAlgoRuns(const std::string& algo) {
-  for (int i = 0; i < aclnnCpuConvAlgorithmCount(); ++i)
-    if (algo == aclnnCpuConvAlgorithmName(i) &&
-        std::string(aclnnCpuConvAlgorithmPrimitive(i)) == "backward_weight")
-      return aclnnCpuConvAlgorithmRunsHere(i) == 1;
-  return false;
-}
-
-// Checks the plan lines of a forced weight algorithm that cannot run here: none names it. True
-// where it can run (the caller checks its lines).
+// Checks the plan lines of a forced weight algorithm that cannot run at the tier in force (libaclnn
+// says: acltest::AlgorithmRunsHere): none names it. grid_direct and strided_direct need AVX2 +
+// FMA; at tier none (ctest's _maxnone run) a forced one never runs, and the planner's fallback
+// computes every case (the values are still checked). True where it can run (the caller checks
+// its lines).
 bool ExpectRunsOrAbsent(const Lines& l, const std::string& algo, const std::string& log) {
-  if (WeightAlgoRuns(algo)) return true;
+  if (acltest::AlgorithmRunsHere(algo, "backward_weight")) return true;
   EXPECT_EQ(l.weight, 0) << algo << " ran at tier " << acltest::IsaInForce() << log.substr(0, 2000);
   return false;
 }

@@ -15,7 +15,6 @@
 
 #include <gtest/gtest.h>
 
-#include "aclnn/aclnn_cpu_conv.h"
 #include "support/conv_case.h"
 
 namespace {
@@ -62,14 +61,6 @@ void ExpectInputGradientDiscriminates(const ConvCase& c) {
   ExpectDiscriminates(c, &naive::Grads::input);
 }
 
-// `algo`'s kernels run on this CPU (some only for some problems: cl_direct's stride-2 rows).
-bool RunsHere(const std::string& algo) {
-  for (int i = 0; i < aclnnCpuConvAlgorithmCount(); ++i)
-    if (algo == aclnnCpuConvAlgorithmName(i)) return aclnnCpuConvAlgorithmRunsHere(i) != 0;
-  ADD_FAILURE() << "no algorithm named " << algo;
-  return false;
-}
-
 // Forces `algo`, checks both ways against the rounded reference, and that `algo` ran `primitive`
 // where its kernels run at the tier in force (elsewhere, ctest's _maxnone run, that it never ran:
 // the planner's fallback computed the same values).
@@ -81,7 +72,8 @@ void ExpectForcedMatches(const ConvCase& c, const std::string& algo, const std::
   EXPECT_TRUE(acltest::CheckConvForward(c));
   const std::string log = ::testing::internal::GetCapturedStderr();
   const bool ran = log.find("," + primitive + "," + algo + ",") != std::string::npos;
-  EXPECT_EQ(ran, RunsHere(algo)) << "tier " << acltest::IsaInForce() << "\n" << log.substr(0, 2000);
+  EXPECT_EQ(ran, acltest::AlgorithmRunsHere(algo)) << "tier " << acltest::IsaInForce() << "\n"
+                                                   << log.substr(0, 2000);
 }
 
 // c's geometry and mask with fp16 inputs (values of their own), `algo` forced: the same
@@ -173,7 +165,8 @@ TEST(ConvFp16Rounding, StridedDirectWeightSlabRingOverBlocksAndSamples) {
 // skipped each change dx far past the tolerance; fp16 inputs take the same conversions. (Run again
 // under ACLNN_CPU_SMALL_BLOCKS=1: one output row a chunk.)
 TEST(ConvFp16Rounding, ClDirectStreamsConvertedPlanesThroughARing) {
-  if (!RunsHere("cl_direct")) GTEST_SKIP() << "cl_direct needs AVX2 or AVX-512; this CPU lacks it";
+  if (!acltest::AlgorithmRunsHere("cl_direct"))
+    GTEST_SKIP() << "cl_direct needs AVX2 or AVX-512; this CPU lacks it";
   const std::vector<ConvCase> cases = {
       Fp16Case(MakeGeom({1, 16, 5, 24, 20}, {16, 32, 3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, 1,
                         true, {1, 1, 1}),

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "aclnn/aclnn_cpu_conv.h"
 #include "aclnn/aclnn_cpu_extensions.h"
 #include "aclnn/aclnn_cpu_isa.h"
 
@@ -501,6 +502,15 @@ bool PackedKernelsRun() {
 
 bool Bf16DotRuns() {
   return aclnnCpuPolicy("bf16_dot") == 1;
+}
+
+bool AlgorithmRunsHere(const std::string& name, const std::string& primitive) {
+  for (int i = 0; i < aclnnCpuConvAlgorithmCount(); ++i)
+    if (name == aclnnCpuConvAlgorithmName(i) &&
+        (primitive.empty() || primitive == aclnnCpuConvAlgorithmPrimitive(i)))
+      return aclnnCpuConvAlgorithmRunsHere(i) == 1;
+  ADD_FAILURE() << "no algorithm named " << name << (primitive.empty() ? "" : " for ") << primitive;
+  return false;
 }
 
 }  // namespace acltest

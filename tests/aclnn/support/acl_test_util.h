@@ -64,6 +64,11 @@ bool Avx512Runs();
 bool PackedKernelsRun();
 // Whether bf16 inputs run the AVX512_BF16 dot kernels (the "bf16_dot" policy).
 bool Bf16DotRuns();
+// Whether the registered algorithm `name` can run at the tier in force
+// (aclnnCpuConvAlgorithmRunsHere), for `primitive` ("forward", "backward_data",
+// "backward_weight") or, with "", for the first primitive that registers that name. A name no
+// algorithm has is a test failure.
+bool AlgorithmRunsHere(const std::string& name, const std::string& primitive = "");
 // The ACLNN_CPU_VERBOSE lines of one kind ("plan": "aclnn_cpu_verbose,plan,<api>,<primitive>,
 // <algorithm>,..."; "exec": "aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms> ms") of a
 // captured stderr log, in order; only those containing `part` where it is not empty.
