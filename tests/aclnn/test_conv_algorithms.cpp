@@ -193,27 +193,33 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     }
     EXPECT_TRUE(tbc || (cblock >= 1 && rows >= 0 && cols >= 1 && ranges >= 1 && chunk >= 0))
         << line;
-    // The arithmetic it runs: bf16 pairs only where the dot kernels run (the bf16_dot policy), and
-    // the plan line says which way the policy went.
+    // The arithmetic it runs: bf16 pairs only where the dot kernels or the AMX tiles run (the
+    // bf16_dot and bf16_amx policies; the AMX tiles always for amx_gemm), and the plan line says
+    // which way the policies went.
     const bool f32 = line.find(" f32,threads=") != std::string::npos,
                f64 = line.find(" f64,threads=") != std::string::npos,
                bf16 = line.find(" bf16,threads=") != std::string::npos;
     EXPECT_EQ(f32 + f64 + bf16, 1) << line;
     if (bf16) {
-      EXPECT_TRUE(acltest::Bf16DotRuns()) << line;
+      EXPECT_TRUE(acltest::Bf16NativeRuns()) << line;
+    }
+    if (line.find(",amx_gemm,") != std::string::npos) {
+      EXPECT_TRUE(bf16) << line;
     }
     EXPECT_NE(line.find(acltest::Bf16DotRuns() ? ",bf16_dot=on," : ",bf16_dot=off,"),
               std::string::npos)
         << line;
+    EXPECT_NE(line.find(",amx=" + acltest::AmxTilesInForce() + ","), std::string::npos) << line;
   }
   if (a.runs_here) {
     EXPECT_GT(count, 0u) << a.name << " (" << a.primitive << ") never ran on the sweep";
     EXPECT_GT(timed, 0) << a.name << " (" << a.primitive << ") ran without a verbose time line";
   } else {  // forced where its kernels cannot run (a wider ISA; bf16-only algorithms: the dot
-            // kernels, off with ACLNN_CPU_BF16_DOT=0): never chosen, and the results stay right
+            // kernels, off with ACLNN_CPU_BF16_DOT=0, or the AMX tiles): never chosen, and the
+            // results stay right
     EXPECT_EQ(count, 0u) << a.name << " (" << a.primitive << ") ran without the ISA it needs";
     std::printf(
-        "note: %s (%s) needs a wider ISA than %s or the bf16 dot kernels; checked that "
+        "note: %s (%s) needs a wider ISA than %s, the bf16 dot kernels or AMX; checked that "
         "it never ran\n",
         a.name.c_str(), a.primitive.c_str(), acltest::IsaInForce().c_str());
   }

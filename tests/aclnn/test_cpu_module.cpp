@@ -45,8 +45,18 @@ cpu::Switches Dot(const char* value) {
   return s;
 }
 
+cpu::Switches Amx(const char* value) {
+  cpu::Switches s;
+  s.bf16_amx = value;
+  return s;
+}
+
 bool Bf16Dot(const cpu::Capabilities& c) {
   return c.policy[static_cast<int>(cpu::Policy::kBf16Dot)];
+}
+
+bool Bf16Amx(const cpu::Capabilities& c) {
+  return c.policy[static_cast<int>(cpu::Policy::kBf16Amx)];
 }
 
 TEST(CpuDecide, EachMachineKindGetsItsTier) {
@@ -133,6 +143,24 @@ TEST(CpuDecide, AmxRefusedByTheOsIsSaid) {
       cpu::decide(Reading(kSapphireNoAmx, cpu::Vendor::kIntel, /*amx_refused=*/true), {});
   EXPECT_EQ(c.tier, Tier::kAvx512Bf16);
   EXPECT_NE(cpu::describe(c).find("amx=refused"), std::string::npos) << cpu::describe(c);
+  EXPECT_FALSE(Bf16Amx(c));
+  EXPECT_NE(cpu::describe(c).find("bf16_amx:off(AMX refused by the OS"), std::string::npos)
+      << cpu::describe(c);
+}
+
+// AMX first wherever it is usable; the switch turns it off, never on where it cannot run.
+TEST(CpuDecide, Bf16AmxPolicyFollowsTheTilesAndSwitch) {
+  const cpu::CpuReading spr = Reading(kSapphireRapids, cpu::Vendor::kIntel);
+  EXPECT_TRUE(Bf16Amx(cpu::decide(spr, {})));
+  EXPECT_FALSE(Bf16Amx(cpu::decide(spr, Amx("0"))));
+  EXPECT_TRUE(Bf16Amx(cpu::decide(spr, Amx("1"))));
+  EXPECT_FALSE(Bf16Amx(cpu::decide(spr, Cap("avx512_bf16"))));
+  for (const FeatureSet f : {kZen3, kZen4, kSkylake, kSapphireNoAmx})
+    EXPECT_FALSE(Bf16Amx(cpu::decide(Reading(f, cpu::Vendor::kIntel), Amx("1"))));
+  EXPECT_NE(cpu::describe(cpu::decide(spr, Amx("0"))).find("bf16_amx:off(forced"),
+            std::string::npos);
+  // The two bf16 policies are independent: Intel with AMX keeps the dot kernels off.
+  EXPECT_FALSE(Bf16Dot(cpu::decide(spr, {})));
 }
 
 TEST(CpuNames, RoundTrip) {
@@ -200,6 +228,7 @@ TEST(CpuIntrospection, PublicCallsMatchTheModule) {
         << cpu::feature_name(f);
   }
   EXPECT_EQ(aclnnCpuPolicy("bf16_dot"), Bf16Dot(c) ? 1 : 0);
+  EXPECT_EQ(aclnnCpuPolicy("bf16_amx"), Bf16Amx(c) ? 1 : 0);
   EXPECT_EQ(aclnnCpuIsaRuns("avx1024"), -1);
   EXPECT_EQ(aclnnCpuIsaRuns(nullptr), -1);
   EXPECT_EQ(aclnnCpuHasFeature("sse9"), -1);

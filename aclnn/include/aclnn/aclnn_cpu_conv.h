@@ -5,14 +5,16 @@
  *   ACLNN_CPU_VERBOSE=1                one line per primitive on stderr at phase 1
  *                                      ("aclnn_cpu_verbose,plan,<api>,<primitive>,<algorithm>,
  *                                      <geometry>,threads=..,workspace=..,isa=..,bf16_dot=..,
- *                                      blocking=..,<reason>") and at
+ *                                      amx=..,blocking=..,<reason>") and at
  *                                      phase 2
  *                                      ("aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms>")
  *   ACLNN_CPU_CONV_ALGO=name[,name..]  forces the named algorithms wherever they can compute the
  *                                      problem (cost rules lifted), e.g. to test or compare them
  *
- * The plan line's "isa=" is the tier in force and "bf16_dot=" the bf16 policy: what the CPU
- * offers within the caps ACLNN_CPU_MAX_ISA and ACLNN_CPU_BF16_DOT (aclnn/aclnn_cpu_isa.h).
+ * The plan line's "isa=" is the tier in force, "bf16_dot=" and "amx=" the bf16 policies: what the
+ * CPU offers within the caps ACLNN_CPU_MAX_ISA, ACLNN_CPU_BF16_DOT and ACLNN_CPU_BF16_AMX
+ * (aclnn/aclnn_cpu_isa.h). "amx=model" marks the test library libaclnn_amx_model, whose AMX
+ * kernels run on a software model of the tiles.
  *
  * The functions below list the registered algorithms (plus "tbc_gemm", the time-major 1-d path
  * that serves all three primitives at once). */
@@ -36,6 +38,10 @@ ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index);
 /* Its primitive: "forward", "backward_data", "backward_weight" or "all" (tbc_gemm); NULL out of
  * range. */
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index);
+/* Where the AMX kernels (bf16 on the tiles: algorithm "amx_gemm") run: 0 nowhere (no AMX within
+ * the caps, or the bf16_amx policy off), 1 on this CPU's tiles, 2 on the software model of the
+ * tiles (only the test library libaclnn_amx_model). */
+ACL_FUNC_VISIBILITY int aclnnCpuConvAmxTiles(void);
 
 #ifdef __cplusplus
 }

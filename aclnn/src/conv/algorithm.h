@@ -45,6 +45,8 @@ struct Problem {
   gemm::Isa isa = gemm::Isa::kNone;  // the widest of our kernels that may run (gemm::isa())
   bool forced = false;    // chosen by ACLNN_CPU_CONV_ALGO: cost rules and size thresholds lifted
   bool bf16 = false;      // the inputs are bf16 and may be read as such (run_bf16)
+  bool bf16_dot = false;  // ... by the AVX512_BF16 dot kernels (the bf16_dot policy)
+  bool bf16_amx = false;  // ... on the AMX tiles (gemm::amx_tiles(): the bf16_amx policy)
   bool converts = false;  // some input is not fp32 as computed (another dtype, or rounded)
 
   // Multiply-adds of one pass (every primitive has the same count).
@@ -119,6 +121,10 @@ struct Fit {
   Blocking b;
 };
 
+// What reads an algorithm's bf16 inputs natively (run_bf16): the planner offers it bf16 problems
+// only where that engine runs (Problem::bf16_dot, Problem::bf16_amx).
+enum class Bf16Engine { kDot, kAmx };
+
 struct Algorithm {
   const char* name;
   Primitive primitive;
@@ -138,7 +144,13 @@ struct Algorithm {
   // run_bf16 can store its output as bf16 (Operands::out16): the engine passes a dense bf16
   // output view there, without an fp32 buffer or a narrowing pass.
   bool writes_bf16 = false;
+  Bf16Engine bf16_engine = Bf16Engine::kDot;  // what run_bf16 runs on
 };
+
+// Whether `a` reads the bf16 inputs of `p` natively (p.bf16, and a's engine runs).
+inline bool reads_bf16(const Algorithm& a, const Problem& p) {
+  return p.bf16 && a.run_bf16 && (a.bf16_engine == Bf16Engine::kAmx ? p.bf16_amx : p.bf16_dot);
+}
 
 // Every registered algorithm of `p`, in order of preference.
 std::span<const Algorithm* const> algorithms(Primitive p);

@@ -6,6 +6,11 @@
 
 namespace aclnn_cpu::conv {
 
+// bf16 on the AMX tiles (algo_amx_gemm.cpp), first in every list where the bf16_amx policy is on
+extern const Algorithm kAmxGemmForward;
+extern const Algorithm kAmxGemmData;
+extern const Algorithm kAmxGemmWeight;
+
 // forward
 extern const Algorithm kDepthwiseForward;      // algo_depthwise.cpp
 extern const Algorithm kPointwiseForward;      // algo_pointwise.cpp

@@ -16,6 +16,7 @@
 #include "conv/direct_grid.h"
 #include "conv/tbc_gemm.h"
 #include "error.h"
+#include "gemm/amx_gemm.h"
 #include "gemm/sgemm.h"
 #include "meta.h"
 #include "runtime_options.h"
@@ -338,8 +339,11 @@ aclOpExecutor* make_executor(const char* api, ConvJob job, uint64_t* workspace_s
   // values unchanged; fp16 rounding does not).
   const ConvJob& jb = plan->job;
   auto is_bf16 = [](const std::optional<View5>& v) { return !v || v->dtype == ACL_BF16; };
-  plan->problem.bf16 = !jb.use_double && jb.round != Round::kFp16 && bf16_dot_kernels() &&
-                       is_bf16(jb.x) && is_bf16(jb.w) && is_bf16(jb.y);
+  plan->problem.bf16_dot = bf16_dot_kernels();
+  plan->problem.bf16_amx = gemm::amx_tiles_run();
+  plan->problem.bf16 = !jb.use_double && jb.round != Round::kFp16 &&
+                       (plan->problem.bf16_dot || plan->problem.bf16_amx) && is_bf16(jb.x) &&
+                       is_bf16(jb.w) && is_bf16(jb.y);
   auto as_is = [&](const std::optional<View5>& v) {
     SrcKind kind = SrcKind::kF32;
     return !v || (src_kind_of(v->dtype, jb.round, &kind) && kind == SrcKind::kF32);

@@ -9,6 +9,7 @@
 #include "conv/direct_grid.h"
 #include "cpu/cpu.h"
 #include "error.h"
+#include "gemm/amx_gemm.h"
 #include "gemm/sgemm.h"
 #include "meta.h"
 #include "runtime_options.h"
@@ -252,16 +253,17 @@ void print_plan(const char* api, const Plan& p) {
     // ConvTbc's per-tap GEMMs split time steps by their own rule (tbc_gemm.h).
     const std::string blocking =
         tbc ? "per-tap-gemms" : describe_blocking(p.choice[i]->b, p.chunk[i]);
-    // What the products are computed on: double, bf16 pairs (the dot kernels), or fp32.
+    // What the products are computed on: double, bf16 pairs (the dot kernels or the AMX tiles),
+    // or fp32.
     const bool bf16 = tbc ? p.tbc == TbcMode::kBf16 : p.choice[i]->bf16;
     const char* math = p.problem.fp64 ? "f64" : bf16 ? "bf16" : "f32";
     std::fprintf(stderr,
                  "aclnn_cpu_verbose,plan,%s,%s,%s,%s %s,threads=%d,workspace=%llu,isa=%s,"
-                 "bf16_dot=%s,blocking=%s,%s\n",
+                 "bf16_dot=%s,amx=%s,blocking=%s,%s\n",
                  api, primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), math,
                  p.problem.slots, static_cast<unsigned long long>(p.bytes),
-                 cpu::tier_name(cpu::tier()), bf16_dot_kernels() ? "on" : "off", blocking.c_str(),
-                 why.c_str());
+                 cpu::tier_name(cpu::tier()), bf16_dot_kernels() ? "on" : "off",
+                 gemm::amx_tiles_name(gemm::amx_tiles()), blocking.c_str(), why.c_str());
   }
 }
 

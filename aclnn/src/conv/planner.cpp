@@ -12,6 +12,7 @@
 #include "conv/algorithms.h"
 #include "conv/direct_grid.h"
 #include "conv/tbc_gemm.h"
+#include "gemm/amx_gemm.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::conv {
@@ -20,15 +21,16 @@ namespace {
 // In order of preference: the specialised direct kernels first, the general lowerings last (the
 // last of each list applies to every geometry and dtype).
 constexpr const Algorithm* kForward[] = {
-    &kDepthwiseForward,  &kPointwiseForward, &kStridedDirectForward, &kClDirectForward,
-    &kGridDirectForward, &kGridGemmForward,  &kImplicitGemmForward,  &kIm2colGemmForward};
+    &kAmxGemmForward,       &kDepthwiseForward,    &kPointwiseForward,
+    &kStridedDirectForward, &kClDirectForward,     &kGridDirectForward,
+    &kGridGemmForward,      &kImplicitGemmForward, &kIm2colGemmForward};
 constexpr const Algorithm* kData[] = {
-    &kDepthwiseData,        &kPointwiseData,      &kClDirectData,
-    &kClDirectBf16Data,     &kGridDirectData,     &kFlipGridGemmData,
-    &kFlipImplicitGemmData, &kFlipIm2colGemmData, &kCol2imGemmData};
+    &kAmxGemmData,        &kDepthwiseData,  &kPointwiseData,    &kClDirectData,
+    &kClDirectBf16Data,   &kGridDirectData, &kFlipGridGemmData, &kFlipImplicitGemmData,
+    &kFlipIm2colGemmData, &kCol2imGemmData};
 constexpr const Algorithm* kWeight[] = {
-    &kDepthwiseWeight, &kPointwiseWeight,    &kStridedDirectWeight, &kGridDirectWeight,
-    &kGridGemmWeight,  &kImplicitGemmWeight, &kIm2colGemmWeight};
+    &kAmxGemmWeight,    &kDepthwiseWeight, &kPointwiseWeight,    &kStridedDirectWeight,
+    &kGridDirectWeight, &kGridGemmWeight,  &kImplicitGemmWeight, &kIm2colGemmWeight};
 // Every registered algorithm, derived from the three lists (forward, data, weight).
 template <size_t F, size_t D, size_t W>
 constexpr std::array<const Algorithm*, F + D + W> concat(const Algorithm* const (&f)[F],
@@ -105,7 +107,7 @@ namespace {
 std::optional<Choice> forced_choice(std::span<const Algorithm* const> list, Problem problem) {
   problem.forced = true;
   for (const Algorithm* a : list) {
-    if (!algorithm_forced(a->name) || (problem.bf16 && !a->run_bf16)) continue;
+    if (!algorithm_forced(a->name) || (problem.bf16 && !reads_bf16(*a, problem))) continue;
     Fit fit = a->plan(problem);
     if (fit.applies && (!problem.fp64 || a->run_f64))
       return Choice{a, fit.b, "forced by ACLNN_CPU_CONV_ALGO", problem.bf16};
@@ -118,7 +120,7 @@ std::optional<Choice> forced_choice(std::span<const Algorithm* const> list, Prob
 std::optional<Choice> preferred_choice(std::span<const Algorithm* const> list,
                                        const Problem& problem, std::string& skipped) {
   for (const Algorithm* a : list) {
-    if (problem.bf16 && !a->run_bf16) continue;
+    if (problem.bf16 && !reads_bf16(*a, problem)) continue;
     Fit fit = a->plan(problem);
     if (fit.applies && fit.preferred && (!problem.fp64 || a->run_f64))
       return Choice{a, fit.b, fit.reason + (skipped.empty() ? "" : " (not: " + skipped + ")"),
@@ -175,10 +177,14 @@ ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
   const auto all = aclnn_cpu::conv::all_algorithms();
   if (index < 0 || index >= aclnnCpuConvAlgorithmCount()) return 0;
   const size_t i = static_cast<size_t>(index);
-  // An algorithm without run_f32 reads bf16 only, with the dot kernels.
-  if (i < all.size())
-    return aclnn_cpu::cpu::may_use(all[i]->needs) &&
-           (all[i]->run_f32 || aclnn_cpu::conv::bf16_dot_kernels());
+  // An algorithm without run_f32 reads bf16 only, on its engine (the dot kernels or the tiles).
+  if (i < all.size()) {
+    const aclnn_cpu::conv::Algorithm& a = *all[i];
+    const bool engine = a.bf16_engine == aclnn_cpu::conv::Bf16Engine::kAmx
+                            ? aclnn_cpu::gemm::amx_tiles_run()
+                            : aclnn_cpu::conv::bf16_dot_kernels();
+    return aclnn_cpu::cpu::may_use(a.needs) && (a.run_f32 || engine);
+  }
   switch (kTbcForms[i - all.size()]) {
     case TbcMode::kBf16:
       return aclnn_cpu::conv::bf16_dot_kernels();
@@ -187,6 +193,10 @@ ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
     default:
       return 1;
   }
+}
+
+ACL_FUNC_VISIBILITY int aclnnCpuConvAmxTiles(void) {
+  return static_cast<int>(aclnn_cpu::gemm::amx_tiles());
 }
 
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index) {

@@ -246,8 +246,9 @@ TbcMode tbc_mode(const ConvJob& j, const Problem& p) {
   if (!geometry_ok(j) || !views_ok(j)) return TbcMode::kNone;
   const bool f32 =
       j.round == Round::kNone && dtypes_are(j, [](aclDataType d) { return d == ACL_FLOAT; });
-  // problem.bf16: every input bf16 (no fp16 rounding) and the dot kernels run.
-  const bool bf16 = p.bf16 && dtypes_are(j, float_kind) && (!j.bias || j.bias->dtype == ACL_BF16);
+  // problem.bf16_dot: every input bf16 (no fp16 rounding) and the dot kernels run.
+  const bool bf16 =
+      p.bf16 && p.bf16_dot && dtypes_are(j, float_kind) && (!j.bias || j.bias->dtype == ACL_BF16);
   const bool convert = p.packed_gemm() && dtypes_are(j, float_kind);
   if (any_algorithm_forced()) {
     if (f32 && algorithm_forced(tbc_name(TbcMode::kF32))) return TbcMode::kF32;
@@ -258,9 +259,13 @@ TbcMode tbc_mode(const ConvJob& j, const Problem& p) {
   // The bf16 pair kernels from ~4M multiply-adds (vdpbf16ps reads bf16 subnormals as zero, so
   // small problems, which gain nothing from them, stay exact); other dtypes convert as they read
   // wherever our packed GEMM runs (AVX-512 or AVX2), so no whole-tensor copy is made.
+  // bf16 on the AMX tiles (the bf16_amx policy): no time-major form; the regular path packs the
+  // views to [N, C, T] and runs amx_gemm, whose tile products outrun every form here.
   const bool big = p.macs() >= kBf16MinMacs;
+  const bool amx = p.bf16 && p.bf16_amx && dtypes_are(j, float_kind);
   return f32           ? TbcMode::kF32
          : bf16 && big ? TbcMode::kBf16
+         : amx         ? TbcMode::kNone
          : convert     ? TbcMode::kConvert
                        : TbcMode::kNone;
 }

@@ -7,7 +7,7 @@ namespace aclnn_cpu::cpu {
 namespace {
 
 constexpr const char* kTierNames[kTierCount] = {"none", "avx2", "avx512", "avx512_bf16", "amx"};
-constexpr const char* kPolicyNames[kPolicyCount] = {"bf16_dot"};
+constexpr const char* kPolicyNames[kPolicyCount] = {"bf16_dot", "bf16_amx"};
 
 // The features a cap lets through: its tier's, plus AVX512_FP16 from avx512_bf16 on (the two
 // came together on Intel; no tier requires AVX512_FP16, since Zen 4/5 lack it).
@@ -62,6 +62,25 @@ void decide_bf16_dot(Capabilities& c, const char* env) {
   c.policy[i] = c.cpu.vendor == Vendor::kAmd;
   c.policy_reason[i] = c.policy[i] ? "AMD: vdpbf16ps at the fp32 FMA rate"
                                    : "not AMD: vdpbf16ps at half the fp32 FMA rate";
+}
+
+// AMX first wherever it is usable (the caps and Linux's tile-data permission included); the
+// switch can only turn it off, or confirm it.
+void decide_bf16_amx(Capabilities& c, const char* env) {
+  const int i = static_cast<int>(Policy::kBf16Amx);
+  if (!c.usable.contains(kAmxFeatures)) {
+    c.policy[i] = false;
+    c.policy_reason[i] = c.cpu.amx_refused ? "AMX refused by the OS (arch_prctl XTILEDATA)"
+                                           : "no amx_bf16 within the cap";
+    return;
+  }
+  if (env && (env[0] == '0' || env[0] == '1') && env[1] == '\0') {
+    c.policy[i] = env[0] == '1';
+    c.policy_reason[i] = std::string("forced by ACLNN_CPU_BF16_AMX=") + env;
+    return;
+  }
+  c.policy[i] = true;
+  c.policy_reason[i] = "AMX tiles usable: 16x the bf16 products of an AVX-512 FMA";
 }
 
 }  // namespace
@@ -126,13 +145,14 @@ Capabilities decide(const CpuReading& cpu, const Switches& sw) {
   c.cpu = cpu;
   apply_cap(c, sw.max_isa, sw.no_avx512);
   decide_bf16_dot(c, sw.bf16_dot);
+  decide_bf16_amx(c, sw.bf16_amx);
   return c;
 }
 
 const Capabilities& capabilities() {
   static const Capabilities c = decide(
       read_cpu(), Switches{std::getenv("ACLNN_CPU_MAX_ISA"), std::getenv("ACLNN_CPU_NO_AVX512"),
-                           std::getenv("ACLNN_CPU_BF16_DOT")});
+                           std::getenv("ACLNN_CPU_BF16_DOT"), std::getenv("ACLNN_CPU_BF16_AMX")});
   return c;
 }
 

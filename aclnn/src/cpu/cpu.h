@@ -11,6 +11,8 @@
 //   ACLNN_CPU_NO_AVX512=1                               the same as ACLNN_CPU_MAX_ISA=avx2
 //   ACLNN_CPU_BF16_DOT=0|1                              forces the bf16_dot policy off or on
 //                                                       (on only where avx512_bf16 is usable)
+//   ACLNN_CPU_BF16_AMX=0|1                              forces the bf16_amx policy off or on
+//                                                       (on only where AMX is usable)
 #pragma once
 
 #include <string>
@@ -47,6 +49,10 @@ enum class Policy : int {
   // to fp32 for the FMA kernels. On where vdpbf16ps issues at the fp32 FMA rate (AMD Zen 4/5);
   // off on Intel, which issues it at half that rate (measured: bench/RESULTS.md).
   kBf16Dot = 0,
+  // bf16 inputs of the matrix-product convolutions run on the AMX tiles (TDPBF16PS: a 16 x 16 x 32
+  // tile product a cycle, 16x an AVX-512 FMA core) where AMX is usable; first in the bf16 order
+  // AMX, dot kernels, conversion.
+  kBf16Amx,
   kCount
 };
 inline constexpr int kPolicyCount = static_cast<int>(Policy::kCount);
@@ -71,6 +77,7 @@ struct Switches {
   const char* max_isa = nullptr;    // ACLNN_CPU_MAX_ISA
   const char* no_avx512 = nullptr;  // ACLNN_CPU_NO_AVX512
   const char* bf16_dot = nullptr;   // ACLNN_CPU_BF16_DOT
+  const char* bf16_amx = nullptr;   // ACLNN_CPU_BF16_AMX
 };
 // The decision itself, a pure function of a reading and the switches (tests feed it the readings
 // of every machine kind: capabilities() is decide(read_cpu(), <the environment>)).

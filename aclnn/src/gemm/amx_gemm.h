@@ -55,6 +55,22 @@ void amx_gemm_bf16_model(int64_t M, int64_t N, int64_t K, const uint16_t* Ap, co
 void amx_gemm_bf16_unit(int64_t M, int64_t N, int64_t K, const uint16_t* Ap, const uint16_t* Bp,
                         float* C, int64_t ldc, bool accumulate);
 
+// The tiles this build of the library runs the AMX kernels on (gemm/amx_backend.cpp, the one
+// source compiled per backend):
+//   kOff    none: the shipped library where the bf16_amx policy is off (no AMX, capped, refused)
+//   kUnit   the CPU's tiles (the shipped library where the policy is on)
+//   kModel  the software model: only the test build libaclnn_amx_model, so that every machine
+//           runs the conv algorithms' AMX paths (packing, edges, tails) through the public API
+enum class AmxTiles { kOff = 0, kUnit = 1, kModel = 2 };
+AmxTiles amx_tiles();
+inline bool amx_tiles_run() {
+  return amx_tiles() != AmxTiles::kOff;
+}
+const char* amx_tiles_name(AmxTiles t);  // "off", "on", "model"
+// C = Ap * Bp (+ C) on the tiles of amx_tiles() (never called when it is kOff).
+void amx_gemm_bf16(int64_t M, int64_t N, int64_t K, const uint16_t* Ap, const uint16_t* Bp,
+                   float* C, int64_t ldc, bool accumulate);
+
 // A panel of zeros for blocks past the last panel (one tile: 16 rows of 64 bytes).
 extern const uint16_t kAmxZeroTile[kAmxRows * kAmxK];
 

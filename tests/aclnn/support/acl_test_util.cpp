@@ -504,6 +504,19 @@ bool Bf16DotRuns() {
   return aclnnCpuPolicy("bf16_dot") == 1;
 }
 
+std::string AmxTilesInForce() {
+  switch (aclnnCpuConvAmxTiles()) {
+    case 0:
+      return "off";
+    case 1:
+      return "on";
+    case 2:
+      return "model";
+  }
+  ADD_FAILURE() << "aclnnCpuConvAmxTiles() = " << aclnnCpuConvAmxTiles();
+  return "?";
+}
+
 bool AlgorithmRunsHere(const std::string& name, const std::string& primitive) {
   for (int i = 0; i < aclnnCpuConvAlgorithmCount(); ++i)
     if (name == aclnnCpuConvAlgorithmName(i) &&

@@ -64,6 +64,13 @@ bool Avx512Runs();
 bool PackedKernelsRun();
 // Whether bf16 inputs run the AVX512_BF16 dot kernels (the "bf16_dot" policy).
 bool Bf16DotRuns();
+// Where the AMX kernels run (aclnnCpuConvAmxTiles): "off", "on" (the CPU's tiles) or "model"
+// (the software model: the test library libaclnn_amx_model).
+std::string AmxTilesInForce();
+// Whether bf16 inputs are read natively by some engine (the dot kernels or the AMX tiles).
+inline bool Bf16NativeRuns() {
+  return Bf16DotRuns() || AmxTilesInForce() != "off";
+}
 // Whether the registered algorithm `name` can run at the tier in force
 // (aclnnCpuConvAlgorithmRunsHere), for `primitive` ("forward", "backward_data",
 // "backward_weight") or, with "", for the first primitive that registers that name. A name no
