@@ -8,6 +8,7 @@ packages=(
   libopenblas-dev libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libpng-dev nlohmann-json3-dev libcli11-dev
   libopenmpi-dev openmpi-bin
+  iproute2 # ip netns: the mpi test with a rank on each of two hosts made on this machine
   dataset-fashion-mnist
   "$@"
 )

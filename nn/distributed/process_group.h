@@ -8,7 +8,10 @@
 // Collectives must be called in the same order on every rank. Every wait is bounded by
 // options.timeout: a peer that died or hangs turns into a DistributedError here instead of a
 // hang. abort() ends the whole job (MPI_Abort); call it when a rank cannot continue, so the
-// others do not wait for it.
+// others do not wait for it. A rank that exits (returns from main, std::exit) waits up to
+// options.timeout for every rank to exit too, then finalizes MPI; when they do not all come, or a
+// collective failed before, it aborts the job instead (a rank finalizing while another aborts
+// can hang OpenMPI's mpirun).
 //
 // Built without MPI (no libopenmpi-dev at configure time), is_available() is false and init()
 // throws a DistributedError saying so.
@@ -34,7 +37,8 @@ bool is_available();
 
 struct ProcessGroupOptions {
   /// Longest a collective may take before DistributedError (PyTorch's default is 30 minutes;
-  /// the first collectives after start-up include connection set-up).
+  /// the first collectives after start-up include connection set-up), and longest an exiting
+  /// rank waits for the others to exit before it aborts the job.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
 };
 

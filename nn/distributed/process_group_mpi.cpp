@@ -2,6 +2,7 @@
 // MPI calls (MPI_THREAD_FUNNELED); waits poll MPI_Test so they can time out.
 #include <mpi.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -44,27 +45,45 @@ int checked_count(int64_t count, const char* op) {
   return static_cast<int>(count);
 }
 
-// Polls req until done, yielding first (latency), then sleeping (other threads of this rank and
-// other ranks on the same cores get to run). DistributedError after `timeout`.
-void wait_request(MPI_Request& req, const std::string& what, std::chrono::milliseconds timeout,
-                  int rank) {
+// Set once a collective failed or timed out: the ranks no longer agree on which collective comes
+// next, so this rank must not wait for the others at exit. One MPI world per process.
+std::atomic<bool> collective_failed{false};
+// Set by abort() before MPI_Abort: the exit handler must not touch MPI any more.
+std::atomic<bool> aborting{false};
+
+// Polls req until it completes (true) or `timeout` has passed (false), yielding first (latency),
+// then sleeping (other threads of this rank and other ranks on the same cores get to run).
+bool poll_until_done(MPI_Request& req, const char* what, std::chrono::milliseconds timeout) {
   const auto start = Clock::now();
   for (int spins = 0;; ++spins) {
     int done = 0;
-    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what.c_str());
-    if (done) return;
+    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    if (done) return true;
     if (spins < 2000) {
       std::this_thread::yield();
       continue;
     }
-    if (Clock::now() - start > timeout) {
-      throw DistributedError(
-          "rank " + std::to_string(rank) + ": " + what + " did not complete within " +
-          std::to_string(timeout.count()) +
-          " ms; another rank has probably failed or stopped calling the same collectives");
-    }
+    if (Clock::now() - start > timeout) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+// Waits for a collective; DistributedError after `timeout`.
+void wait_request(MPI_Request& req, const std::string& what, std::chrono::milliseconds timeout,
+                  int rank) {
+  bool done = false;
+  try {
+    done = poll_until_done(req, what.c_str(), timeout);
+  } catch (const DistributedError&) {
+    collective_failed = true;
+    throw;
+  }
+  if (done) return;
+  collective_failed = true;
+  throw DistributedError(
+      "rank " + std::to_string(rank) + ": " + what + " did not complete within " +
+      std::to_string(timeout.count()) +
+      " ms; another rank has probably failed or stopped calling the same collectives");
 }
 
 class MpiWork final : public Work {
@@ -74,7 +93,9 @@ class MpiWork final : public Work {
   bool test() override {
     if (req_ == MPI_REQUEST_NULL) return true;
     int done = 0;
-    check_mpi(MPI_Test(&req_, &done, MPI_STATUS_IGNORE), what_.c_str());
+    const int code = MPI_Test(&req_, &done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS) collective_failed = true;
+    check_mpi(code, what_.c_str());
     return done != 0;
   }
   void wait() override {
@@ -102,6 +123,9 @@ class MpiProcessGroup final : public ProcessGroup {
               "MPI_Comm_split_type");
     MPI_Comm_size(local, &local_size_);
     MPI_Comm_free(&local);
+    // The exit barrier gets a communicator of its own: on MPI_COMM_WORLD it could match a
+    // collective another rank is still waiting in.
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &exit_comm_), "MPI_Comm_dup");
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -152,10 +176,33 @@ class MpiProcessGroup final : public ProcessGroup {
     wait_request(req, "barrier", options_.timeout, rank_);
   }
 
+  // At exit: returns once every rank is exiting (then MPI_Finalize is safe); aborts the job if
+  // they do not all arrive within the timeout, or if a collective failed before.
+  void wait_for_all_at_exit() {
+    if (collective_failed) {
+      abort("exiting after a collective failed or timed out, without waiting for the others", 1);
+    }
+    bool all_arrived = false;
+    try {
+      MPI_Request req;
+      check_mpi(MPI_Ibarrier(exit_comm_, &req), "MPI_Ibarrier");
+      all_arrived = poll_until_done(req, "exit barrier", options_.timeout);
+    } catch (const DistributedError& e) {
+      abort(std::string("exiting: ") + e.what(), 1);
+    }
+    if (!all_arrived) {
+      abort("exiting, but the other ranks did not all reach exit within " +
+                std::to_string(options_.timeout.count()) +
+                " ms (still working, waiting in a collective, or gone)",
+            1);
+    }
+  }
+
   [[noreturn]] void abort(const std::string& message, int code) override {
     std::fprintf(stderr, "aclgrad: rank %d on %s: %s; aborting the job\n", rank_, host_.c_str(),
                  message.c_str());
     std::fflush(stderr);
+    aborting = true;
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);  // MPI_Abort does not return; in case it does
   }
@@ -163,6 +210,7 @@ class MpiProcessGroup final : public ProcessGroup {
  private:
   int rank_ = 0, size_ = 1, local_size_ = 1;
   std::string host_;
+  MPI_Comm exit_comm_ = MPI_COMM_NULL;
 };
 
 std::shared_ptr<ProcessGroup>& world() {
@@ -170,10 +218,21 @@ std::shared_ptr<ProcessGroup>& world() {
   return group;
 }
 
+// Runs when a rank returns from main or calls std::exit. MPI_Finalize at once would race: a rank
+// still in a collective times out and calls MPI_Abort, and OpenMPI 4.1.4's mpirun, seeing one
+// rank finalize and another abort, sometimes hangs with every rank gone, or crashes (a plain-MPI
+// program does it too). So a leaving rank stays alive at a
+// barrier until every rank is leaving, then finalizes; if the others do not come within the
+// timeout it aborts, and if another rank aborts first mpirun ends this one. Either way mpirun
+// sees aborts only, or finalizes on every rank (but for a rank that arrives within one poll of
+// another's deadline).
 void finalize_at_exit() {
+  if (aborting) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  if (auto* group = dynamic_cast<MpiProcessGroup*>(world().get())) group->wait_for_all_at_exit();
+  MPI_Finalize();
 }
 
 // An exception nobody caught on a rank would leave the other ranks waiting for it.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <cstring>
 #include <string>
@@ -76,6 +77,16 @@ TEST(ProcessGroup, AllreduceSumsAndBroadcastCopiesTheRoot) {
   EXPECT_EQ(b.to_vector<int64_t>(), (std::vector<int64_t>{10 * (world - 1), 10 * (world - 1)}));
   EXPECT_TRUE(g->all_equal(42));
   EXPECT_FALSE(g->all_equal(static_cast<uint64_t>(rank)));
+}
+
+// ACLGRAD_TEST_HOSTS: the number of hosts the launcher spread the ranks over evenly (default 1;
+// two_hosts_test.sh runs one rank in each of two network namespaces and sets 2).
+TEST(ProcessGroup, LocalSizeCountsOnlyTheRanksOnThisHost) {
+  const char* hosts_env = std::getenv("ACLGRAD_TEST_HOSTS");
+  const int hosts = hosts_env ? std::atoi(hosts_env) : 1;
+  ASSERT_GE(hosts, 1) << "ACLGRAD_TEST_HOSTS=" << hosts_env;
+  ASSERT_EQ(group()->size() % hosts, 0) << group()->size() << " ranks on " << hosts << " hosts";
+  EXPECT_EQ(group()->local_size(), group()->size() / hosts);
 }
 
 TEST(ProcessGroup, BadTensorsAreRejectedBeforeAnyCommunication) {
