@@ -4,6 +4,10 @@
 // the status code and the message. Rows whose outcome depends on the SoC also check acceptance on
 // the profiles without the rule. Part 2 (shapes, limits, empty tensors) is
 // test_conformance_conv_backward_shapes.cpp.
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "aclnn/aclnn_cpu_extensions.h"
@@ -57,6 +61,28 @@ TEST(ConformanceConvBackward, OutputMaskWithoutThreeEntriesIs161001) {
   BwdCall c;
   c.mask = {true, true};
   ExpectRejectedOn(kAllSocs, c, kNull, kBwd, {"outputMask has 2 entries", "exactly 3"});
+}
+
+// ---- the processor (161002) ----
+
+// 000/004/002 R: "当前处理器不支持卷积反向传播" (161002). 002's product table marks two products ×:
+// Atlas 200I/500 A2 inference (Ascend310B) and Atlas 200/300/500 inference (Ascend310). Null
+// pointers are still reported first (161001), as on every profile.
+TEST(ConformanceConvBackward, UnsupportedProcessorIs161002) {
+  const std::pair<const char*, const char*> kUnsupported[] = {
+      {"Ascend310B", "Atlas 200I/500 A2 inference products"},
+      {"Ascend310", "Atlas 200/300/500 inference products"}};
+  for (const auto& [soc, product] : kUnsupported) {
+    SCOPED_TRACE(soc);
+    ExpectRejectedOn({soc}, BwdCall{}, kInvalid, kBwd,
+                     {std::string("the current processor ") + soc, product,
+                      "does not support aclnnConvolutionBackward", "ACLNN_CPU_SOC"});
+    BwdCall null_first;
+    null_first.nulls = {"gradOutput"};
+    ExpectRejectedOn({soc}, null_first, kNull, kBwd, {"gradOutput is null"});
+  }
+  // A name that is no processor at all is a bad ACLNN_CPU_SOC value, not this rule.
+  ExpectRejectedOn({"Ascend42"}, BwdCall{}, kInvalid, kBwd, {"names no supported SoC"});
 }
 
 // ---- dtypes (161002) ----

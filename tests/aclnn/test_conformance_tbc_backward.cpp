@@ -89,6 +89,13 @@ TEST(ConformanceTbcBackward, FormatsNdOrNclForEveryTensor) {
   ExpectRejectedOn(kA2A3, v, kInvalid, kTbcBwd, {"gradBias has format NCHW", "ND or NCL"});
 }
 
+// 003's product table lists Atlas A2/A3 only; the processors 002 marks × (Ascend310B, Ascend310)
+// are refused as processors without the convolution APIs.
+TEST(ConformanceTbcBackward, UnsupportedProcessorIs161002) {
+  ExpectRejectedOn({"Ascend310B", "Ascend310"}, TbcCall{}, kInvalid, kTbcBwd,
+                   {"the current processor Ascend310", "does not support aclnnConvTbcBackward"});
+}
+
 TEST(ConformanceTbcBackward, PadIn0To255) {
   TbcCall t;
   t.pad = 255;

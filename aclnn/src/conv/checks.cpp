@@ -13,9 +13,19 @@ namespace aclnn_cpu::conv {
 namespace {
 // The CPU-only extensions enabled on this thread (aclnnCpuSetExtensions).
 thread_local uint32_t tls_extensions = ACLNN_CPU_EXT_NONE;
+
+// The processors 002's product table marks unsupported: named (rather than "no SoC") so that a
+// program written for them gets the documented 161002 "当前处理器不支持卷积反向传播".
+struct UnsupportedSoc {
+  const char* name;
+  const char* product;
+};
+constexpr UnsupportedSoc kUnsupportedSocs[] = {
+    {"Ascend310B", "Atlas 200I/500 A2 inference products"},
+    {"Ascend310", "Atlas 200/300/500 inference products"}};
 }  // namespace
 
-SocProfile current_soc() {
+SocProfile current_soc(const char* api) {
   const char* env = std::getenv("ACLNN_CPU_SOC");
   SocProfile p;
   p.ext_double = (tls_extensions & ACLNN_CPU_EXT_DOUBLE) != 0;
@@ -38,6 +48,12 @@ SocProfile current_soc() {
     p.conv3d = false;
     p.empty_tensors = false;
     return p;
+  }
+  for (const UnsupportedSoc& u : kUnsupportedSocs) {
+    check(std::strcmp(env, u.name) != 0, ACLNN_ERR_PARAM_INVALID, "the current processor ", u.name,
+          " (", u.product, ", chosen with ACLNN_CPU_SOC) does not support ", api,
+          ": the product tables of the spec documents mark it unsupported; the supported SoCs ",
+          "are Ascend910B (default), Ascend910_93, Ascend910_95, Ascend910 and Ascend310P");
   }
   fail(ACLNN_ERR_PARAM_INVALID,
        cat("environment variable ACLNN_CPU_SOC = \"", env, "\" names no supported SoC; use ",

@@ -29,7 +29,10 @@ struct SocProfile {
   bool empty_tensors = true;  // N = 0 / C = 0 tensors accepted
   bool ext_double = false;    // CPU-only extension ACLNN_CPU_EXT_DOUBLE enabled on this thread
 };
-SocProfile current_soc();
+// The profile of ACLNN_CPU_SOC. 161002 for a name that is no SoC, and for the processors 002's
+// product table marks unsupported (Ascend310B, Ascend310): "the current processor does not
+// support" `api`.
+SocProfile current_soc(const char* api = "the convolution APIs");
 
 // 161001 "<name> is null" unless p is set.
 void require(const void* p, const char* name);

@@ -77,7 +77,7 @@ void check_dim_range(const Named& n) {
 // The SoC list: the backward is documented for Atlas A2/A3 only (003); the forward is refused
 // only on Ascend310P.
 SocProfile soc_for(const Tbc& t) {
-  const SocProfile soc = current_soc();
+  const SocProfile soc = current_soc(t.api);
   if (t.result_is_output) {
     check(std::strcmp(soc.name, "Ascend310P") != 0, ACLNN_ERR_PARAM_INVALID, t.api,
           " is not supported on ", soc.name);

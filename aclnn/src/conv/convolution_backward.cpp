@@ -9,6 +9,7 @@
 //   - every output given is validated (dtype = its source's: gradInput input's, gradWeight
 //     weight's, gradBias gradOutput's; format; shape), but only the requested ones are written
 //     (and checked for a writable, non-overlapping layout).
+//   - the processors 002 marks unsupported (Ascend310B, Ascend310) are refused (current_soc).
 //   - biasSizes is [weight[0]] (regular) or [weight[1] * groups] (transposed).
 //   - gradBias must be 1-d ND; its value is the true sum of gradOutput even when input has C = 0.
 //   - HIFLOAT8 / FLOAT8_E4M3FN: only on Ascend910_95 with transposed = true and outputMask[0] =
@@ -173,7 +174,7 @@ aclnnStatus aclnnConvolutionBackwardGetWorkspaceSize(
     require(executor, "executor");
 
     // 2. Data types, 3. formats.
-    const SocProfile soc = current_soc();
+    const SocProfile soc = current_soc(kApi);
     check_dtypes(gradOutput, input, weight, o, transposed, soc);
     check_formats(gradOutput, input, weight, o);
 
