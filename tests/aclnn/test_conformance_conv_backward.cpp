@@ -283,6 +283,49 @@ TEST(ConformanceConvBackward, GradBiasFormatNd) {
   ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"gradBias has format NCL", "must be ND"});
 }
 
+// ---- contiguity of the outputs (161002) ----
+
+// 002 marks gradInput, gradWeight and gradBias "非连续Tensor ×" for every product (000/001/004 say
+// nothing about the outputs; gradOutput, input and weight may be non-contiguous): an output that
+// is written must have the row-major strides of its shape. The strides of size-1 dims are free and
+// any offset is allowed (contiguous is about the strides). An output outputMask leaves out is not
+// written, so its layout is not looked at (the framework passes stride-0 stand-ins there).
+TEST(ConformanceConvBackward, NonContiguousWrittenOutputsRefused) {
+  BwdCall c;  // gradInput [2, 3, 7, 7] with one padding element after every row
+  c.gx.strides = {168, 56, 8, 1};
+  c.gx.storage = {336};
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                   {"gradInput has strides [168, 56, 8, 1] for shape [2, 3, 7, 7]",
+                    "not contiguous", "expected strides [147, 49, 7, 1]"});
+  BwdCall w;  // gradWeight [4, 3, 3, 3] stored channels-last
+  w.gw.strides = {27, 1, 9, 3};
+  ExpectRejectedOn(kAllSocs, w, kInvalid, kBwd,
+                   {"gradWeight has strides [27, 1, 9, 3] for shape [4, 3, 3, 3]",
+                    "expected strides [27, 9, 3, 1]"});
+  BwdCall b;  // gradBias [4], every other element
+  b.gb.strides = {2};
+  b.gb.storage = {8};
+  ExpectRejectedOn(kAllSocs, b, kInvalid, kBwd,
+                   {"gradBias has strides [2] for shape [4]", "expected strides [1]"});
+  BwdCall fine;  // N = 1 with a stride of 999 (size-1 dim) and an offset of 5
+  fine.gy = {{1, 4, 5, 5}};
+  fine.x = {{1, 3, 7, 7}};
+  fine.gx = {{1, 3, 7, 7}, ACL_FLOAT, ACL_FORMAT_UNDEFINED, {999, 49, 7, 1}, 5, {152}};
+  ExpectAcceptedOn(kAllSocs, fine);
+  BwdCall masked = c;  // not requested: not written, not looked at
+  masked.mask = {false, true, true};
+  ExpectAcceptedOn(kAllSocs, masked);
+  masked.gx.strides = {0, 0, 0, 0};
+  masked.gx.storage = {1};
+  ExpectAcceptedOn(kAllSocs, masked);
+  // The CPU-only extension ACLNN_CPU_EXT_STRIDED_OUTPUTS lifts the rule (the numeric tests use it
+  // to write strided views).
+  const uint32_t previous = aclnnCpuSetExtensions(ACLNN_CPU_EXT_STRIDED_OUTPUTS);
+  for (const BwdCall& strided : {c, w, b}) ExpectAcceptedOn(kAllSocs, strided);
+  aclnnCpuSetExtensions(previous);
+  ExpectRejectedOn({kA2}, c, kInvalid, kBwd, {"ACLNN_CPU_EXT_STRIDED_OUTPUTS"});
+}
+
 // ---- attribute values (161002) ----
 
 TEST(ConformanceConvBackward, StrideAtLeast1) {
