@@ -4,6 +4,7 @@
 // the status code and the message. Rows whose outcome depends on the SoC also check acceptance on
 // the profiles without the rule. Part 2 (shapes, limits, empty tensors) is
 // test_conformance_conv_backward_shapes.cpp.
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "aclnn/aclnn_cpu_extensions.h"
+#include "support/acl_test_util.h"
 #include "support/conformance_case.h"
 
 namespace {
@@ -403,7 +405,8 @@ TEST(ConformanceConvBackward, Bf16UseFp16Rejected) {
                    {"cubeMathType = 2 (USE_FP16) is not supported for BFLOAT16"});
 }
 
-// 000/004 reject USE_HF32 for non-FLOAT inputs on the A2; 001/002 (newer) accept it. 002 wins.
+// 000/004 reject USE_HF32 for non-FLOAT inputs on the A2; 001 (the oldest) and 002 (the newest)
+// accept it. 002 wins.
 TEST(ConformanceConvBackward, UseHf32With16BitInputsAccepted) {
   BwdCall c;
   c.SetDtype(ACL_FLOAT16);
@@ -411,6 +414,48 @@ TEST(ConformanceConvBackward, UseHf32With16BitInputsAccepted) {
   ExpectAcceptedOn(kAllSocs, c);
   c.SetDtype(ACL_BF16);
   ExpectAcceptedOn(kNew, c);
+}
+
+// cubeMathType 2 (USE_FP16) with FLOAT inputs computes in FLOAT16 on every profile. 002's A2/A3/95
+// note says "当输入是BFLOAT16时不支持该选项。当输入为其他数据类型时不做处理", while its parameter
+// table (and 000/001/004) says "当输入数据类型是FLOAT，转换为FLOAT16计算": the explicit FLOAT rule
+// wins, and the note's "other dtypes" are read as FLOAT16 (already FLOAT16). Inputs of 1e-8
+// underflow to 0 in FLOAT16 (its smallest subnormal is 2^-24 ~ 6e-8) but not in FLOAT or HFLOAT32,
+// so gradWeight tells the modes apart: 0 under USE_FP16, 4e-8 (four terms) under KEEP_DTYPE.
+double GradWeightOfTinyInputs(int8_t cube) {
+  acltest::TestTensor x({1, 1, 4}, ACL_FLOAT), w({1, 1, 1}, ACL_FLOAT), gy({1, 1, 4}, ACL_FLOAT);
+  x.Fill(std::vector<double>(4, 1e-8));
+  w.Fill({1.0});
+  gy.Fill(std::vector<double>(4, 1.0));
+  acltest::TestTensor gx = acltest::TestTensor::Output({1, 1, 4}, ACL_FLOAT),
+                      gw = acltest::TestTensor::Output({1, 1, 1}, ACL_FLOAT),
+                      gb = acltest::TestTensor::Output({1}, ACL_FLOAT);
+  auto one = acltest::MakeIntArray({1}), zero = acltest::MakeIntArray({0});
+  auto mask = acltest::MakeBoolArray({true, true, true});
+  const acltest::CallResult r = acltest::RunTwoPhase(
+      [&](uint64_t* ws, aclOpExecutor** ex) {
+        return aclnnConvolutionBackwardGetWorkspaceSize(
+            gy.get(), x.get(), w.get(), one.get(), one.get(), zero.get(), one.get(), false,
+            zero.get(), 1, mask.get(), cube, gx.get(), gw.get(), gb.get(), ws, ex);
+      },
+      aclnnConvolutionBackward);
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  if (!r.ok()) return std::nan("");
+  EXPECT_EQ(gx.Read(), std::vector<double>(4, 1.0));  // 1 * 1: exact in every mode
+  return gw.Read()[0];
+}
+
+TEST(ConformanceConvBackward, UseFp16WithFloatComputesInFloat16OnEveryProfile) {
+  for (const char* soc : kAllSocs) {
+    SCOPED_TRACE(soc);
+    Soc scope(soc);
+    EXPECT_EQ(GradWeightOfTinyInputs(2), 0.0);
+  }
+  for (const char* soc : kNew) {  // the data discriminates: KEEP_DTYPE keeps the tiny products
+    SCOPED_TRACE(soc);
+    Soc scope(soc);
+    EXPECT_NEAR(GradWeightOfTinyInputs(0), 4e-8, 1e-13);
+  }
 }
 
 }  // namespace

@@ -30,7 +30,9 @@ namespace {
 
 constexpr int64_t kMaxPad = 255;
 constexpr int64_t kMaxKernel = 255;
-constexpr int64_t kMaxDim = 2147483646;  // 003 constraint table: every dim in [1, 2147483646]
+// 003 constraint table: every dim in [1, 2147483646]. 003 is this API's only document, so the bound
+// holds here, while aclnnConvolutionBackward's newer documents dropped 001's equal bound.
+constexpr int64_t kMaxDim = 2147483646;
 
 struct Named {
   const char* name;
