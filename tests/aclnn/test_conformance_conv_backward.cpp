@@ -4,9 +4,15 @@
 // the status code and the message. Rows whose outcome depends on the SoC also check acceptance on
 // the profiles without the rule. Part 2 (shapes, limits, empty tensors) is
 // test_conformance_conv_backward_shapes.cpp.
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "aclnn/aclnn_cpu_extensions.h"
+#include "support/acl_test_util.h"
 #include "support/conformance_case.h"
 
 namespace {
@@ -57,6 +63,28 @@ TEST(ConformanceConvBackward, OutputMaskWithoutThreeEntriesIs161001) {
   BwdCall c;
   c.mask = {true, true};
   ExpectRejectedOn(kAllSocs, c, kNull, kBwd, {"outputMask has 2 entries", "exactly 3"});
+}
+
+// ---- the processor (161002) ----
+
+// 000/004/002 R: "当前处理器不支持卷积反向传播" (161002). 002's product table marks two products ×:
+// Atlas 200I/500 A2 inference (Ascend310B) and Atlas 200/300/500 inference (Ascend310). Null
+// pointers are still reported first (161001), as on every profile.
+TEST(ConformanceConvBackward, UnsupportedProcessorIs161002) {
+  const std::pair<const char*, const char*> kUnsupported[] = {
+      {"Ascend310B", "Atlas 200I/500 A2 inference products"},
+      {"Ascend310", "Atlas 200/300/500 inference products"}};
+  for (const auto& [soc, product] : kUnsupported) {
+    SCOPED_TRACE(soc);
+    ExpectRejectedOn({soc}, BwdCall{}, kInvalid, kBwd,
+                     {std::string("the current processor ") + soc, product,
+                      "does not support aclnnConvolutionBackward", "ACLNN_CPU_SOC"});
+    BwdCall null_first;
+    null_first.nulls = {"gradOutput"};
+    ExpectRejectedOn({soc}, null_first, kNull, kBwd, {"gradOutput is null"});
+  }
+  // A name that is no processor at all is a bad ACLNN_CPU_SOC value, not this rule.
+  ExpectRejectedOn({"Ascend42"}, BwdCall{}, kInvalid, kBwd, {"names no supported SoC"});
 }
 
 // ---- dtypes (161002) ----
@@ -257,6 +285,49 @@ TEST(ConformanceConvBackward, GradBiasFormatNd) {
   ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd, {"gradBias has format NCL", "must be ND"});
 }
 
+// ---- contiguity of the outputs (161002) ----
+
+// 002 marks gradInput, gradWeight and gradBias "非连续Tensor ×" for every product (000/001/004 say
+// nothing about the outputs; gradOutput, input and weight may be non-contiguous): an output that
+// is written must have the row-major strides of its shape. The strides of size-1 dims are free and
+// any offset is allowed (contiguous is about the strides). An output outputMask leaves out is not
+// written, so its layout is not looked at (the framework passes stride-0 stand-ins there).
+TEST(ConformanceConvBackward, NonContiguousWrittenOutputsRefused) {
+  BwdCall c;  // gradInput [2, 3, 7, 7] with one padding element after every row
+  c.gx.strides = {168, 56, 8, 1};
+  c.gx.storage = {336};
+  ExpectRejectedOn(kAllSocs, c, kInvalid, kBwd,
+                   {"gradInput has strides [168, 56, 8, 1] for shape [2, 3, 7, 7]",
+                    "not contiguous", "expected strides [147, 49, 7, 1]"});
+  BwdCall w;  // gradWeight [4, 3, 3, 3] stored channels-last
+  w.gw.strides = {27, 1, 9, 3};
+  ExpectRejectedOn(kAllSocs, w, kInvalid, kBwd,
+                   {"gradWeight has strides [27, 1, 9, 3] for shape [4, 3, 3, 3]",
+                    "expected strides [27, 9, 3, 1]"});
+  BwdCall b;  // gradBias [4], every other element
+  b.gb.strides = {2};
+  b.gb.storage = {8};
+  ExpectRejectedOn(kAllSocs, b, kInvalid, kBwd,
+                   {"gradBias has strides [2] for shape [4]", "expected strides [1]"});
+  BwdCall fine;  // N = 1 with a stride of 999 (size-1 dim) and an offset of 5
+  fine.gy = {{1, 4, 5, 5}};
+  fine.x = {{1, 3, 7, 7}};
+  fine.gx = {{1, 3, 7, 7}, ACL_FLOAT, ACL_FORMAT_UNDEFINED, {999, 49, 7, 1}, 5, {152}};
+  ExpectAcceptedOn(kAllSocs, fine);
+  BwdCall masked = c;  // not requested: not written, not looked at
+  masked.mask = {false, true, true};
+  ExpectAcceptedOn(kAllSocs, masked);
+  masked.gx.strides = {0, 0, 0, 0};
+  masked.gx.storage = {1};
+  ExpectAcceptedOn(kAllSocs, masked);
+  // The CPU-only extension ACLNN_CPU_EXT_STRIDED_OUTPUTS lifts the rule (the numeric tests use it
+  // to write strided views).
+  const uint32_t previous = aclnnCpuSetExtensions(ACLNN_CPU_EXT_STRIDED_OUTPUTS);
+  for (const BwdCall& strided : {c, w, b}) ExpectAcceptedOn(kAllSocs, strided);
+  aclnnCpuSetExtensions(previous);
+  ExpectRejectedOn({kA2}, c, kInvalid, kBwd, {"ACLNN_CPU_EXT_STRIDED_OUTPUTS"});
+}
+
 // ---- attribute values (161002) ----
 
 TEST(ConformanceConvBackward, StrideAtLeast1) {
@@ -334,7 +405,8 @@ TEST(ConformanceConvBackward, Bf16UseFp16Rejected) {
                    {"cubeMathType = 2 (USE_FP16) is not supported for BFLOAT16"});
 }
 
-// 000/004 reject USE_HF32 for non-FLOAT inputs on the A2; 001/002 (newer) accept it. 002 wins.
+// 000/004 reject USE_HF32 for non-FLOAT inputs on the A2; 001 (the oldest) and 002 (the newest)
+// accept it. 002 wins.
 TEST(ConformanceConvBackward, UseHf32With16BitInputsAccepted) {
   BwdCall c;
   c.SetDtype(ACL_FLOAT16);
@@ -342,6 +414,48 @@ TEST(ConformanceConvBackward, UseHf32With16BitInputsAccepted) {
   ExpectAcceptedOn(kAllSocs, c);
   c.SetDtype(ACL_BF16);
   ExpectAcceptedOn(kNew, c);
+}
+
+// cubeMathType 2 (USE_FP16) with FLOAT inputs computes in FLOAT16 on every profile. 002's A2/A3/95
+// note says "当输入是BFLOAT16时不支持该选项。当输入为其他数据类型时不做处理", while its parameter
+// table (and 000/001/004) says "当输入数据类型是FLOAT，转换为FLOAT16计算": the explicit FLOAT rule
+// wins, and the note's "other dtypes" are read as FLOAT16 (already FLOAT16). Inputs of 1e-8
+// underflow to 0 in FLOAT16 (its smallest subnormal is 2^-24 ~ 6e-8) but not in FLOAT or HFLOAT32,
+// so gradWeight tells the modes apart: 0 under USE_FP16, 4e-8 (four terms) under KEEP_DTYPE.
+double GradWeightOfTinyInputs(int8_t cube) {
+  acltest::TestTensor x({1, 1, 4}, ACL_FLOAT), w({1, 1, 1}, ACL_FLOAT), gy({1, 1, 4}, ACL_FLOAT);
+  x.Fill(std::vector<double>(4, 1e-8));
+  w.Fill({1.0});
+  gy.Fill(std::vector<double>(4, 1.0));
+  acltest::TestTensor gx = acltest::TestTensor::Output({1, 1, 4}, ACL_FLOAT),
+                      gw = acltest::TestTensor::Output({1, 1, 1}, ACL_FLOAT),
+                      gb = acltest::TestTensor::Output({1}, ACL_FLOAT);
+  auto one = acltest::MakeIntArray({1}), zero = acltest::MakeIntArray({0});
+  auto mask = acltest::MakeBoolArray({true, true, true});
+  const acltest::CallResult r = acltest::RunTwoPhase(
+      [&](uint64_t* ws, aclOpExecutor** ex) {
+        return aclnnConvolutionBackwardGetWorkspaceSize(
+            gy.get(), x.get(), w.get(), one.get(), one.get(), zero.get(), one.get(), false,
+            zero.get(), 1, mask.get(), cube, gx.get(), gw.get(), gb.get(), ws, ex);
+      },
+      aclnnConvolutionBackward);
+  EXPECT_TRUE(r.ok()) << r.Describe();
+  if (!r.ok()) return std::nan("");
+  EXPECT_EQ(gx.Read(), std::vector<double>(4, 1.0));  // 1 * 1: exact in every mode
+  return gw.Read()[0];
+}
+
+TEST(ConformanceConvBackward, UseFp16WithFloatComputesInFloat16OnEveryProfile) {
+  for (const char* soc : kAllSocs) {
+    SCOPED_TRACE(soc);
+    Soc scope(soc);
+    EXPECT_EQ(GradWeightOfTinyInputs(2), 0.0);
+  }
+  for (const char* soc : kNew) {  // the data discriminates: KEEP_DTYPE keeps the tiny products
+    SCOPED_TRACE(soc);
+    Soc scope(soc);
+    EXPECT_NEAR(GradWeightOfTinyInputs(0), 4e-8, 1e-13);
+  }
 }
 
 }  // namespace

@@ -165,6 +165,43 @@ TEST(ConformanceConvBackward, A2PaddingAtMost255ExceptD) {
   ExpectAcceptedOn(kNew, d);
 }
 
+// 001 bounds the regular convolution's sizes, strides (1d/2d, 3d D) and paddingD on the A2 to
+// [1, 2147483646] ([0, 2147483646]); 000, 004 and 002, all newer, say ">= 1" (">= 0") instead, and
+// the newest wins: 2147483647 is accepted (it is also the implementation's limit; 2^31 is refused
+// as that on every profile). aclnnConvTbcBackward keeps [1, 2147483646]: 003, its only document,
+// states it (ConformanceTbcBackward.DimsAtMost2147483646). Phase 1 only: storage never read.
+TEST(ConformanceConvBackward, A2RegularSizesStridesPaddingDAcceptInt32Max) {
+  constexpr int64_t kMax = 2147483647;
+  BwdCall d = Bwd3d();  // strideD and paddingD: D_out = (1 + 2 * kMax - 1) / kMax + 1 = 3
+  d.x = d.gx = {{1, 1, 1, 1, 1}};
+  d.w = d.gw = {{1, 1, 1, 1, 1}};
+  d.gy = {{1, 1, 3, 1, 1}};
+  d.gb = {{1}};
+  d.bias_sizes = {1};
+  d.stride = {kMax, 1, 1};
+  d.padding = {kMax, 0, 0};
+  ExpectAcceptedOn(kNew, d);
+  BwdCall s = BwdPlain2d(2, 2, 1, 1, {kMax, kMax}, {0, 0}, {1, 1});  // 1d/2d strides
+  ExpectAcceptedOn(kAllSocs, s);
+  BwdCall l = Bwd1d();  // sizes: L of input/gradInput, then N of every tensor but weight
+  l.x = l.gx = {{1, 1, kMax}};
+  l.w = l.gw = {{1, 1, 1}};
+  l.gy = {{1, 1, 1}};
+  l.gb = {{1}};
+  l.bias_sizes = {1};
+  l.stride = {kMax};
+  for (Spec* t : {&l.x, &l.gx, &l.w, &l.gw, &l.gy, &l.gb}) t->fake_far_data = true;
+  ExpectAcceptedOn(kAllSocs, l);
+  BwdCall n = l;
+  n.x = n.gx = {{kMax, 1, 1}};
+  n.gy = {{kMax, 1, 1}};
+  n.stride = {1};
+  for (Spec* t : {&n.x, &n.gx, &n.gy}) t->fake_far_data = true;
+  ExpectAcceptedOn(kAllSocs, n);
+  s.stride = {kMax + 1, 1};
+  ExpectRejectedOn(kAllSocs, s, kInvalid, kBwd, {"stride[0] = 2147483648 is invalid"});
+}
+
 TEST(ConformanceConvBackward, A2DilationAtMost255IncludingD) {
   BwdCall c = BwdPlain2d(1, 257, 1, 2, {1, 1}, {0, 0}, {1, 256});
   ExpectRejectedOn(kA2A3, c, kInvalid, kBwd, {"dilation[1] (W) = 256 is out of range [1, 255]"});

@@ -89,6 +89,41 @@ TEST(ConformanceTbcBackward, FormatsNdOrNclForEveryTensor) {
   ExpectRejectedOn(kA2A3, v, kInvalid, kTbcBwd, {"gradBias has format NCHW", "ND or NCL"});
 }
 
+// 003 marks gradInput, gradWeight and gradBias "非连续Tensor ×" (self, input, weight and bias may
+// be non-contiguous): each must have the row-major strides of its shape (size-1 dims free, any
+// offset), unless the CPU-only extension ACLNN_CPU_EXT_STRIDED_OUTPUTS is enabled.
+TEST(ConformanceTbcBackward, NonContiguousOutputsRefused) {
+  TbcCall t;  // gradInput [7, 2, 3] with B and C swapped in storage
+  t.gx.strides = {6, 1, 2};
+  ExpectRejectedOn(kA2A3, t, kInvalid, kTbcBwd,
+                   {"gradInput has strides [6, 1, 2] for shape [7, 2, 3]", "not contiguous",
+                    "expected strides [6, 3, 1]"});
+  TbcCall w;  // gradWeight [3, 3, 4] stored K-innermost
+  w.gw.strides = {1, 12, 3};
+  ExpectRejectedOn(
+      kA2A3, w, kInvalid, kTbcBwd,
+      {"gradWeight has strides [1, 12, 3] for shape [3, 3, 4]", "expected strides [12, 4, 1]"});
+  TbcCall b;  // gradBias [4], every third element
+  b.gb.strides = {3};
+  b.gb.storage = {10};
+  ExpectRejectedOn(kA2A3, b, kInvalid, kTbcBwd, {"gradBias has strides [3] for shape [4]"});
+  TbcCall fine;  // an offset and inputs of any layout are fine
+  fine.gx.offset = 2;
+  fine.gx.storage = {44};
+  fine.x.strides = {6, 1, 2};
+  ExpectAcceptedOn(kA2A3, fine);
+  const uint32_t previous = aclnnCpuSetExtensions(ACLNN_CPU_EXT_STRIDED_OUTPUTS);
+  for (const TbcCall& strided : {t, w, b}) ExpectAcceptedOn(kA2A3, strided);
+  aclnnCpuSetExtensions(previous);
+}
+
+// 003's product table lists Atlas A2/A3 only; the processors 002 marks × (Ascend310B, Ascend310)
+// are refused as processors without the convolution APIs.
+TEST(ConformanceTbcBackward, UnsupportedProcessorIs161002) {
+  ExpectRejectedOn({"Ascend310B", "Ascend310"}, TbcCall{}, kInvalid, kTbcBwd,
+                   {"the current processor Ascend310", "does not support aclnnConvTbcBackward"});
+}
+
 TEST(ConformanceTbcBackward, PadIn0To255) {
   TbcCall t;
   t.pad = 255;

@@ -13,7 +13,10 @@
 //     problem (one float dtype throughout) matches the float64 naive reference (8-bit outputs:
 //     exactly the reference rounded once; HIFLOAT8 / FLOAT8_E4M3FN are drawn for transposed
 //     backward calls on Ascend910_95, the case that profile accepts);
-//   - a launch with a short or null workspace is refused, and the executor still works after.
+//   - a launch with a short or null workspace is refused, and the executor still works after;
+//   - the backward APIs write only contiguous outputs unless the input enables the CPU-only
+//     extension ACLNN_CPU_EXT_STRIDED_OUTPUTS (drawn last; on when the bytes run out, so the
+//     corpus written before the rule still reaches the strided writes).
 // Sanitizers (ASan, UBSan) report the rest. Built as a libFuzzer binary with clang; the same
 // entry point replays the seed corpus in every build (fuzz_replay_main.cpp).
 #include <cmath>
@@ -100,6 +103,17 @@ void check_outputs(const Problem& p, const std::vector<Expected>& expected) {
   }
 }
 
+// Without ACLNN_CPU_EXT_STRIDED_OUTPUTS the backward APIs write only contiguous outputs (the
+// documents mark their outputs "non-contiguous: no").
+void check_written_contiguous(const Problem& p, const std::vector<Expected>& expected) {
+  if (p.strided_outputs || (p.op != Op::kConvBackward && p.op != Op::kTbcBackward)) return;
+  for (const Expected& e : expected) {
+    const TensorSpec* t = p.find(e.role);
+    if (t != nullptr && !is_contiguous(*t))
+      finding("a non-contiguous " + e.role + " accepted without ACLNN_CPU_EXT_STRIDED_OUTPUTS", p);
+  }
+}
+
 }  // namespace
 
 int run_one(const uint8_t* data, size_t size) {
@@ -115,8 +129,10 @@ int run_one(const uint8_t* data, size_t size) {
     check_refusal(status, executor, p);
   } else {
     if (executor == nullptr) finding("success without an executor", p);
+    const std::vector<Expected> expected = reference(p, ref_inputs);
+    check_written_contiguous(p, expected);
     launch(p, workspace_size, executor, in);
-    check_outputs(p, reference(p, ref_inputs));
+    check_outputs(p, expected);
   }
   destroy(p.tensors);
   p.release_arrays();

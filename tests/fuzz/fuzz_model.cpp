@@ -281,6 +281,18 @@ void destroy(std::vector<TensorSpec>& specs) {
   }
 }
 
+bool is_contiguous(const TensorSpec& t) {
+  if (t.strides.size() != t.dims.size()) return false;
+  for (int64_t d : t.dims)
+    if (d == 0) return true;
+  __int128 step = 1;
+  for (size_t i = t.dims.size(); i-- > 0;) {
+    if (t.dims[i] != 1 && t.strides[i] != step) return false;
+    step *= t.dims[i];
+  }
+  return true;
+}
+
 int64_t readable_numel(const TensorSpec& t) {
   if (!t.handle || !t.buffer || !is_float_dtype(t.dtype)) return -1;
   const int64_t need = storage_needed(t);

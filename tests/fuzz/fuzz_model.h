@@ -78,6 +78,9 @@ std::vector<double> read_view(const TensorSpec& t);
 // Whether every storage byte outside the view still holds its initial value (all bytes when
 // `whole` is set: an output the call must not have touched).
 bool untouched_outside_view(const TensorSpec& t, bool whole);
+// Whether the view has the row-major strides of its dims (size-1 dims aside; empty: true), the
+// layout the backward APIs require of the outputs they write (aclnn/CONFORMANCE.md).
+bool is_contiguous(const TensorSpec& t);
 // The view's element count, or -1 when the spec is not a readable float view inside its buffer.
 int64_t readable_numel(const TensorSpec& t);
 

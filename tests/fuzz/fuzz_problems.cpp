@@ -4,6 +4,7 @@
 #include <limits>
 #include <sstream>
 
+#include "aclnn/aclnn_cpu_extensions.h"
 #include "aclnnop/aclnn_convolution.h"
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "support/acl_test_util.h"
@@ -218,6 +219,7 @@ Problem draw_problem(FuzzBytes& in) {
   for (int i = 0; i < defects; ++i) mutate_argument(in, p);
   // Drawn last so that the earlier draws of existing corpus inputs stay what they were.
   if (p.op == Op::kConvBackward && p.transposed && in.chance(48)) make_8bit(in, p);
+  p.strided_outputs = in.byte() < 192;  // on for a byte of 0 or none left: the older corpus
   return p;
 }
 
@@ -232,6 +234,14 @@ aclnnStatus Problem::plan(uint64_t* workspace_size, aclOpExecutor** executor) {
     unsetenv("ACLNN_CPU_SOC");
   else
     setenv("ACLNN_CPU_SOC", soc.c_str(), 1);
+  const uint32_t extensions =
+      aclnnCpuSetExtensions(strided_outputs ? ACLNN_CPU_EXT_STRIDED_OUTPUTS : ACLNN_CPU_EXT_NONE);
+  const aclnnStatus status = plan_call(workspace_size, executor);
+  aclnnCpuSetExtensions(extensions);
+  return status;
+}
+
+aclnnStatus Problem::plan_call(uint64_t* workspace_size, aclOpExecutor** executor) {
   const auto cube = static_cast<int8_t>(cube_math);
   const Problem& p = *this;
   switch (op) {
@@ -284,7 +294,8 @@ void Problem::release_arrays() {
 std::string Problem::describe() const {
   static const char* kOps[] = {"ConvolutionBackward", "Convolution", "ConvTbcBackward", "ConvTbc"};
   std::ostringstream os;
-  os << kOps[static_cast<int>(op)] << " soc '" << soc << "' cube " << cube_math;
+  os << kOps[static_cast<int>(op)] << " soc '" << soc << "' cube " << cube_math
+     << " strided-outputs extension " << (strided_outputs ? "on" : "off");
   auto list = [&](const char* name, const IntArg& a) {
     os << " " << name << " ";
     if (a.null)

@@ -33,9 +33,13 @@ struct Problem {
   int64_t tbc_pad = 0;
   int cube_math = 0;  // passed as int8_t
   std::string soc;    // ACLNN_CPU_SOC ("" = unset)
+  // Phase 1 runs with the CPU-only extension ACLNN_CPU_EXT_STRIDED_OUTPUTS (backward outputs may
+  // be strided views). Drawn last: off for a byte >= 192, on when the bytes have run out.
+  bool strided_outputs = true;
 
   // Phase 1 / phase 2 of the drawn operator.
   aclnnStatus plan(uint64_t* workspace_size, aclOpExecutor** executor);
+  aclnnStatus plan_call(uint64_t* workspace_size, aclOpExecutor** executor);  // plan's API call
   aclnnStatus launch(void* workspace, uint64_t size, aclOpExecutor* executor, aclrtStream stream);
   void release_arrays();
   const TensorSpec* find(const std::string& role) const;  // nullptr if absent or a null tensor

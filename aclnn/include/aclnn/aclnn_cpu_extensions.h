@@ -10,6 +10,11 @@
  *   ACLNN_CPU_EXT_DOUBLE  DOUBLE (ACL_DOUBLE) gradOutput/input/weight/bias and outputs for
  *                         aclnnConvolution[Backward] and aclnnConvTbc[Backward], computed in double
  *                         (cubeMathType has no effect on them). Meant for gradient checking.
+ *   ACLNN_CPU_EXT_STRIDED_OUTPUTS
+ *                         Non-contiguous (strided, permuted, offset) gradInput/gradWeight/gradBias
+ *                         for aclnnConvolutionBackward and aclnnConvTbcBackward, which the chips'
+ *                         documents refuse; the results are written through the strides. Meant for
+ *                         writing into views of larger buffers.
  *
  * aclnn/CONFORMANCE.md lists every documented rule and every extension. */
 #ifndef ACLNN_ACLNN_CPU_EXTENSIONS_H_
@@ -25,7 +30,8 @@ extern "C" {
 
 #define ACLNN_CPU_EXT_NONE 0u
 #define ACLNN_CPU_EXT_DOUBLE 1u
-#define ACLNN_CPU_EXT_ALL ACLNN_CPU_EXT_DOUBLE
+#define ACLNN_CPU_EXT_STRIDED_OUTPUTS 2u
+#define ACLNN_CPU_EXT_ALL (ACLNN_CPU_EXT_DOUBLE | ACLNN_CPU_EXT_STRIDED_OUTPUTS)
 
 /* Enables exactly the extensions in `extensions` (a bitwise or of ACLNN_CPU_EXT_*; unknown bits are
  * ignored) for calls made on the calling thread. Returns the previous set, so a caller can restore

@@ -13,12 +13,23 @@ namespace aclnn_cpu::conv {
 namespace {
 // The CPU-only extensions enabled on this thread (aclnnCpuSetExtensions).
 thread_local uint32_t tls_extensions = ACLNN_CPU_EXT_NONE;
+
+// The processors 002's product table marks unsupported: named (rather than "no SoC") so that a
+// program written for them gets the documented 161002 "当前处理器不支持卷积反向传播".
+struct UnsupportedSoc {
+  const char* name;
+  const char* product;
+};
+constexpr UnsupportedSoc kUnsupportedSocs[] = {
+    {"Ascend310B", "Atlas 200I/500 A2 inference products"},
+    {"Ascend310", "Atlas 200/300/500 inference products"}};
 }  // namespace
 
-SocProfile current_soc() {
+SocProfile current_soc(const char* api) {
   const char* env = std::getenv("ACLNN_CPU_SOC");
   SocProfile p;
   p.ext_double = (tls_extensions & ACLNN_CPU_EXT_DOUBLE) != 0;
+  p.ext_strided_outputs = (tls_extensions & ACLNN_CPU_EXT_STRIDED_OUTPUTS) != 0;
   if (env == nullptr || *env == '\0' || std::strcmp(env, "Ascend910B") == 0) return p;
   if (std::strcmp(env, "Ascend910_93") == 0) {
     p.name = "Ascend910_93";
@@ -38,6 +49,12 @@ SocProfile current_soc() {
     p.conv3d = false;
     p.empty_tensors = false;
     return p;
+  }
+  for (const UnsupportedSoc& u : kUnsupportedSocs) {
+    check(std::strcmp(env, u.name) != 0, ACLNN_ERR_PARAM_INVALID, "the current processor ", u.name,
+          " (", u.product, ", chosen with ACLNN_CPU_SOC) does not support ", api,
+          ": the product tables of the spec documents mark it unsupported; the supported SoCs ",
+          "are Ascend910B (default), Ascend910_93, Ascend910_95, Ascend910 and Ascend310P");
   }
   fail(ACLNN_ERR_PARAM_INVALID,
        cat("environment variable ACLNN_CPU_SOC = \"", env, "\" names no supported SoC; use ",
@@ -210,6 +227,26 @@ void check_layout(const char* name, const aclTensor* t, bool is_output) {
           "); an output must not write one element twice");
     extent += static_cast<__int128>(size - 1) * stride;
   }
+}
+
+void check_contiguous_output(const char* name, const aclTensor* t, const SocProfile& soc) {
+  if (soc.ext_strided_outputs) return;
+  const std::vector<int64_t>& dims = t->view_dims;
+  for (int64_t d : dims)
+    if (d == 0) return;  // nothing is written
+  std::vector<int64_t> expected(dims.size());
+  int64_t step = 1;  // check_layout bounded the element count
+  bool contiguous = true;
+  for (size_t i = dims.size(); i-- > 0;) {
+    expected[i] = step;
+    contiguous = contiguous && (dims[i] == 1 || t->strides[i] == step);
+    step *= dims[i];
+  }
+  check(contiguous, ACLNN_ERR_PARAM_INVALID, name, " has strides ", shape_str(t->strides),
+        " for shape ", shape_of(t), ", which is not contiguous; ", name, " must be contiguous ",
+        "(the documents support no non-contiguous output on any SoC): expected strides ",
+        shape_str(expected), ", any offset (the CPU-only extension ACLNN_CPU_EXT_STRIDED_OUTPUTS, ",
+        "aclnn/aclnn_cpu_extensions.h, lifts this rule)");
 }
 
 Round check_cube_math(int8_t cube, aclDataType promoted, const SocProfile& soc,

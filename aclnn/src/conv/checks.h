@@ -28,8 +28,12 @@ struct SocProfile {
   bool conv3d = true;         // 3-d convolutions accepted
   bool empty_tensors = true;  // N = 0 / C = 0 tensors accepted
   bool ext_double = false;    // CPU-only extension ACLNN_CPU_EXT_DOUBLE enabled on this thread
+  bool ext_strided_outputs = false;  // ... and ACLNN_CPU_EXT_STRIDED_OUTPUTS
 };
-SocProfile current_soc();
+// The profile of ACLNN_CPU_SOC. 161002 for a name that is no SoC, and for the processors 002's
+// product table marks unsupported (Ascend310B, Ascend310): "the current processor does not
+// support" `api`.
+SocProfile current_soc(const char* api = "the convolution APIs");
 
 // 161001 "<name> is null" unless p is set.
 void require(const void* p, const char* name);
@@ -60,6 +64,11 @@ void check_same_format(const char* out_name, const aclTensor* out, const char* s
 // offset >= 0, every reachable element inside the storage, and a non-null data pointer when the
 // view has elements (161002 otherwise). Outputs must in addition not overlap themselves.
 void check_layout(const char* name, const aclTensor* t, bool is_output);
+
+// An output the documents mark "non-contiguous: no" (002, 003): its strides must be the row-major
+// ones of its shape (the strides of size-1 dims are free, the offset is free, an empty view is
+// contiguous), unless ACLNN_CPU_EXT_STRIDED_OUTPUTS is enabled. Call after check_layout.
+void check_contiguous_output(const char* name, const aclTensor* t, const SocProfile& soc);
 
 // Validates cubeMathType for the promoted compute dtype and returns the operand rounding.
 // hf32_float_only: USE_HF32 (3) is rejected for FLOAT16/BFLOAT16 (aclnnConvTbcBackward's rule).

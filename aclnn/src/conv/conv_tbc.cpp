@@ -8,10 +8,11 @@
 // table) -> nulls (161001; every pointer, bias included) -> dtypes (supported; self/input/weight/
 // bias all equal; each output has its source's dtype) -> formats (ND or NCL, bias/gradBias too) ->
 // pad in [0, 255] -> cubeMathType (backward: USE_HF32 only for FLOAT, USE_FP16 not for BFLOAT16)
-// -> shapes (3-d, bias 1-d, no empty tensor, dims <= 2147483646, K in [1, 255],
-// input[2] == weight[1], bias[0] == weight[2], inferred T_out >= 1 and equal to the result's,
-// outputs equal to their sources). The forward aclnnConvTbc (no document here) takes the same
-// rules except the SoC list (all but Ascend310P) and the cubeMathType 3 restriction.
+// -> shapes (3-d, bias 1-d, sane layouts, backward outputs contiguous, no empty tensor, dims <=
+// 2147483646, K in [1, 255], input[2] == weight[1], bias[0] == weight[2], inferred T_out >= 1 and
+// equal to the result's, outputs equal to their sources). The forward aclnnConvTbc (no document
+// here) takes the same rules except the SoC list (all but Ascend310P) and the cubeMathType 3
+// restriction.
 #include <cstring>
 #include <vector>
 
@@ -29,7 +30,9 @@ namespace {
 
 constexpr int64_t kMaxPad = 255;
 constexpr int64_t kMaxKernel = 255;
-constexpr int64_t kMaxDim = 2147483646;  // 003 constraint table: every dim in [1, 2147483646]
+// 003 constraint table: every dim in [1, 2147483646]. 003 is this API's only document, so the bound
+// holds here, while aclnnConvolutionBackward's newer documents dropped 001's equal bound.
+constexpr int64_t kMaxDim = 2147483646;
 
 struct Named {
   const char* name;
@@ -77,7 +80,7 @@ void check_dim_range(const Named& n) {
 // The SoC list: the backward is documented for Atlas A2/A3 only (003); the forward is refused
 // only on Ascend310P.
 SocProfile soc_for(const Tbc& t) {
-  const SocProfile soc = current_soc();
+  const SocProfile soc = current_soc(t.api);
   if (t.result_is_output) {
     check(std::strcmp(soc.name, "Ascend310P") != 0, ACLNN_ERR_PARAM_INVALID, t.api,
           " is not supported on ", soc.name);
@@ -124,6 +127,7 @@ ConvGeometry validate(const Tbc& t, const SocProfile& soc, Round* round) {
   for (const auto& [out, src] : outs) check_rank(out, src.t == t.bias.t ? 1 : 3);
   for (const Named& n : inputs) check_layout(n.name, n.t, false);
   for (const auto& [out, src] : outs) check_layout(out.name, out.t, true);
+  for (const auto& [out, src] : t.grads) check_contiguous_output(out.name, out.t, soc);
   for (const Named& n : inputs) check_not_empty(n);
   for (const Named& n : {t.x, t.weight, t.result}) check_dim_range(n);
   const auto& xd = t.x.t->view_dims;

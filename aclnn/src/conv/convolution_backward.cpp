@@ -8,7 +8,8 @@
 //     outputMask[2] is false (the return-code tables). outputMask must have 3 entries.
 //   - every output given is validated (dtype = its source's: gradInput input's, gradWeight
 //     weight's, gradBias gradOutput's; format; shape), but only the requested ones are written
-//     (and checked for a writable, non-overlapping layout).
+//     (and checked for a writable, non-overlapping and, as 002 wants, contiguous layout).
+//   - the processors 002 marks unsupported (Ascend310B, Ascend310) are refused (current_soc).
 //   - biasSizes is [weight[0]] (regular) or [weight[1] * groups] (transposed).
 //   - gradBias must be 1-d ND; its value is the true sum of gradOutput even when input has C = 0.
 //   - HIFLOAT8 / FLOAT8_E4M3FN: only on Ascend910_95 with transposed = true and outputMask[0] =
@@ -173,7 +174,7 @@ aclnnStatus aclnnConvolutionBackwardGetWorkspaceSize(
     require(executor, "executor");
 
     // 2. Data types, 3. formats.
-    const SocProfile soc = current_soc();
+    const SocProfile soc = current_soc(kApi);
     check_dtypes(gradOutput, input, weight, o, transposed, soc);
     check_formats(gradOutput, input, weight, o);
 
@@ -195,19 +196,23 @@ aclnnStatus aclnnConvolutionBackwardGetWorkspaceSize(
     const aclDataType promoted = promote(promote(gradOutput->dtype, input->dtype), weight->dtype);
     const Round round = check_cube_math(cubeMathType, promoted, soc);
 
-    // 6. Shapes (the layouts of the outputs that will be written).
+    // 6. Shapes (the layouts of the outputs that will be written: sane and contiguous).
     const ConvGeometry g = check_conv_shapes(cp, soc);
+    auto check_written = [&](const char* name, const aclTensor* t) {
+      check_layout(name, t, true);
+      check_contiguous_output(name, t, soc);
+    };
     check_same_shape("gradInput", gradInput, "input", input);
-    if (o.want_in) check_layout("gradInput", gradInput, true);
+    if (o.want_in) check_written("gradInput", gradInput);
     check_same_shape("gradWeight", gradWeight, "weight", weight);
-    if (o.want_w) check_layout("gradWeight", gradWeight, true);
+    if (o.want_w) check_written("gradWeight", gradWeight);
     const int64_t c_out = conv_out_channels(cp);
     const char* c_out_rule = transposed ? "weight[1] * groups" : "weight[0]";
     if (gradBias != nullptr) {
       check(gradBias->dim() == 1 && gradBias->view_dims[0] == c_out, ACLNN_ERR_PARAM_INVALID,
             "gradBias has shape ", shape_of(gradBias), " but must be [", c_out, "] (", c_out_rule,
             ", the output channels)");
-      if (o.want_b) check_layout("gradBias", gradBias, true);
+      if (o.want_b) check_written("gradBias", gradBias);
     }
     check(biasSizes->values.size() == 1, ACLNN_ERR_PARAM_INVALID, "biasSizes has ",
           biasSizes->values.size(), " entries ", shape_str(biasSizes->values),

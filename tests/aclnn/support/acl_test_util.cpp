@@ -420,7 +420,8 @@ CallResult RunTwoPhase(const PlanFn& plan, LaunchFn launch, aclrtStream stream) 
     r.message = aclGetRecentErrMsg();
     return r;
   };
-  const uint32_t extensions = aclnnCpuSetExtensions(ACLNN_CPU_EXT_DOUBLE);
+  const uint32_t extensions =
+      aclnnCpuSetExtensions(ACLNN_CPU_EXT_DOUBLE | ACLNN_CPU_EXT_STRIDED_OUTPUTS);
   aclnnStatus st = plan(&r.workspace_size, &executor);
   aclnnCpuSetExtensions(extensions);
   if (st != 0) return fail(st, "GetWorkspaceSize");

@@ -224,9 +224,9 @@ using PlanFn = std::function<aclnnStatus(uint64_t* workspace_size, aclOpExecutor
 using LaunchFn = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
 // Phase 1 (plan), aclrtMalloc of the workspace (skipped when 0), phase 2 (launch) on `stream`,
 // aclrtSynchronizeStream. Stops at the first failure, returning its status and
-// aclGetRecentErrMsg(). Phase 1 runs with libaclnn's CPU-only DOUBLE extension enabled (as the
-// framework's calls do), so the numeric tests can use ACL_DOUBLE; the conformance and error tests
-// call phase 1 directly and see the emulated chips only.
+// aclGetRecentErrMsg(). Phase 1 runs with the CPU-only extensions DOUBLE (as the framework's calls
+// do) and STRIDED_OUTPUTS, so numeric tests may use ACL_DOUBLE and strided backward outputs; the
+// conformance and error tests call phase 1 directly and see the emulated chips only.
 CallResult RunTwoPhase(const PlanFn& plan, LaunchFn launch, aclrtStream stream = SharedStream());
 
 // Sets an environment variable for a scope (the forcing switches: ACLNN_CPU_CONV_ALGO, ...) and
