@@ -332,4 +332,33 @@ TEST(Matmul, VerbosePlanNamesThePathOfThisTier) {
   EXPECT_NE(lines[0].find("isa=" + acltest::IsaInForce()), std::string::npos) << lines[0];
 }
 
+// No fp32 copy of an operand: the workspace holds per-thread packing buffers and tiles, whatever
+// the operands' size. Phase 1 only (the data pointers are never read).
+TEST(Matmul, WorkspaceHoldsNoFloat32CopyOfAnOperand) {
+  const int64_t m = 4096, n = 4096, k = 65536;
+  const int64_t storage_a = m * k, storage_b = k * n, storage_out = m * n;
+  auto far = [](int i) { return reinterpret_cast<void*>(static_cast<uintptr_t>(i) << 47); };
+  for (aclDataType dt : kDtypes) {
+    const int64_t sa[] = {m, k}, sb[] = {k, n}, so[] = {m, n};
+    acltest::AclTensorPtr a(
+        aclCreateTensor(sa, 2, dt, nullptr, 0, ACL_FORMAT_ND, &storage_a, 1, far(1)),
+        aclDestroyTensor);
+    acltest::AclTensorPtr b(
+        aclCreateTensor(sb, 2, dt, nullptr, 0, ACL_FORMAT_ND, &storage_b, 1, far(2)),
+        aclDestroyTensor);
+    acltest::AclTensorPtr out(
+        aclCreateTensor(so, 2, dt, nullptr, 0, ACL_FORMAT_ND, &storage_out, 1, far(3)),
+        aclDestroyTensor);
+    uint64_t ws = 0;
+    aclOpExecutor* ex = nullptr;
+    tbb::task_arena two(2);  // the workspace is per thread: fix the count
+    const aclnnStatus st = two.execute(
+        [&] { return aclnnMatmulGetWorkspaceSize(a.get(), b.get(), out.get(), 0, &ws, &ex); });
+    ASSERT_EQ(st, 0) << aclGetRecentErrMsg();
+    aclDestroyAclOpExecutor(ex);
+    // An fp32 copy of A alone would be 1 GiB; two threads' buffers are a few MiB.
+    EXPECT_LT(ws, uint64_t{16} << 20) << acltest::DtypeName(dt);
+  }
+}
+
 }  // namespace
