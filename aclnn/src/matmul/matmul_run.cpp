@@ -47,7 +47,7 @@ struct Plan {
   bool out_direct = false;  // the GEMM writes the fp32 output in place (no tile)
   int64_t batches = 1, row_tiles = 1, col_tiles = 1, mt = 0, nt = 0, depth = 0;
   int slots = 1;
-  std::shared_ptr<tbb::task_arena> arena;
+  std::shared_ptr<tbb::task_arena> arena;  // null for one slot (run on the calling thread)
   // Per-slot scratch, in floats: the GEMM's packing buffers, A's packed rows (or the portable
   // tier's converted blocks of A and B), the fp32 tile.
   int64_t gemm_floats = 0, a_floats = 0, b_floats = 0, tile_floats = 0, slot_floats = 0;
@@ -187,6 +187,10 @@ void execute(const Plan& p, void* workspace) {
   char* ws = static_cast<char*>(workspace);
   ws += (64 - reinterpret_cast<uintptr_t>(ws) % 64) % 64;
   float* base = reinterpret_cast<float*>(ws);
+  if (p.slots == 1) {  // small: on the calling thread, without entering an arena
+    for (int64_t t = 0; t < tasks; ++t) run_tile(p, t, base);
+    return;
+  }
   p.arena->execute([&] {
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks, 1),
                       [&](const tbb::blocked_range<int64_t>& r) {
@@ -253,7 +257,7 @@ aclOpExecutor* make_executor(const char* api, MatmulJob job, uint64_t* workspace
   plan_tiles(p);
   const double macs = double(p.batches) * double(j.M) * double(j.N) * double(j.K);
   p.slots = macs < kParallelMinMacs ? 1 : std::max(1, tbb::this_task_arena::max_concurrency());
-  p.arena = std::make_shared<tbb::task_arena>(p.slots);
+  if (p.slots > 1) p.arena = std::make_shared<tbb::task_arena>(p.slots);
   plan_scratch(p);
   if (conv::verbose()) print_plan(api, p);
 
