@@ -96,8 +96,10 @@ TEST(Matmul16, ShapeRulesAndBroadcastWithinTheBound) {
       {{130, 250}, {250, 200}},
       {{4, 0, 3}, {3, 2}},
       {{3, 0}, {0, 5}},
-      // 8 dims: more than aclnnMatmul's 6, its batch merged into one.
+      // 8 dims: more than aclnnMatmul's 6, the batch merged into one (broadcast: a 16-bit copy;
+      // equal batch dims: a view).
       {{2, 1, 3, 1, 1, 2, 5, 6}, {1, 2, 1, 1, 1, 1, 6, 7}},
+      {{2, 1, 3, 1, 1, 2, 5, 6}, {2, 1, 3, 1, 1, 2, 6, 7}},
   };
   uint64_t seed = 10;
   for (Dtype dt : kDtypes)
