@@ -32,7 +32,7 @@ constexpr double kParallelMinMacs = double(1 << 21);
 // portable tier's converted blocks are 256 deep.
 constexpr int64_t kDepthBlocks = 4;
 constexpr int64_t kPortableDepth = 256;
-constexpr uint64_t kAlignFloats = 16;  // 64 bytes
+constexpr int64_t kAlignFloats = 16;  // 64 bytes
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
