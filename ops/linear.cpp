@@ -1,4 +1,5 @@
-// matmul and linear: a batched gemm kernel on OpenBLAS, and the backward written with matmul.
+// matmul and linear: a batched gemm kernel on OpenBLAS (float32, float64) or libaclnn's
+// aclnnMatmul (float16, bfloat16: ops/matmul16.h), and the backward written with matmul.
 //
 //   y = a·b (after 1-d promotion, a [..., n, k], b [..., k, m], batch dims broadcast):
 //   dL/da = sum_to(g·bᵀ, a's shape),  dL/db = sum_to(aᵀ·g, b's shape).
@@ -14,6 +15,7 @@
 
 #include "autograd/function.h"
 #include "ops/elementwise.h"
+#include "ops/matmul16.h"
 #include "ops/reduction.h"
 #include "ops/shape.h"
 #include "tensor/creation.h"
@@ -160,10 +162,11 @@ void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
 Tensor matmul_kernel(const Tensor& a, const Tensor& b, const Shape& batch) {
   Shape sizes = batch;
   sizes.insert(sizes.end(), {a.size(-2), b.size(-1)});
-  if (a.dtype() == Dtype::Float16 || a.dtype() == Dtype::BFloat16) {
-    return matmul_kernel(a.to(Dtype::Float32), b.to(Dtype::Float32), batch).to(a.dtype());
-  }
   Tensor out = empty(sizes, a.dtype());
+  if (a.dtype() == Dtype::Float16 || a.dtype() == Dtype::BFloat16) {
+    detail::matmul16(a, b, out);  // libaclnn: converted while packed, fp32 sums, one rounding
+    return out;
+  }
   dispatch_floating_dtype(a.dtype(), "matmul", [&]<typename T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       batched_gemm<T>(blas_ready(a), blas_ready(b), out);

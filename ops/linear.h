@@ -1,7 +1,8 @@
-// Differentiable matrix products: matmul (PyTorch's rules) and linear, on OpenBLAS gemm.
+// Differentiable matrix products: matmul (PyTorch's rules) and linear, on OpenBLAS and libaclnn.
 //
-// float32 and float64 run sgemm/dgemm; float16/bfloat16 are computed in float32 and rounded
-// once. Both operands must have the same dtype. Transposed views are handed to BLAS as
+// float32 and float64 run sgemm/dgemm; float16/bfloat16 run libaclnn's aclnnMatmul, which converts
+// the operands while packing its GEMM panels (no float32 copies), accumulates in float32 and rounds
+// each result once. Both operands must have the same dtype. Transposed views are handed to BLAS as
 // transposed operands (no copy); other non-contiguous matrices are copied once. The backward is
 // written with matmul itself, so double backward works.
 #pragma once

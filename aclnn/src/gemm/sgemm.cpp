@@ -43,6 +43,12 @@ int64_t pack_elems() {
   return 0;
 }
 
+int64_t panel_depth() {
+  if (have_avx512()) return avx512::panel_depth();
+  if (have_packed_gemm()) return avx2::panel_depth();
+  throw std::logic_error("panel_depth: no packed GEMM kernel on this CPU");
+}
+
 int64_t packed_a_elems(int64_t M, int64_t K) {
   return (M + 7) / 8 * 8 * K;
 }

@@ -81,6 +81,10 @@ bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int
 // follows the K blocking of isa()'s kernel).
 int64_t packed_a_elems(int64_t M, int64_t K);
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
+// The K blocking of isa()'s packed kernel, so that other packers can write pack_a_once's layout:
+// K block pc (a multiple of it) starts at pc * roundup(M, 8) and holds [roundup(M, 8) / 8][kc][8]
+// with kc = min(panel_depth(), K - pc). Only when have_packed_gemm().
+int64_t panel_depth();
 
 // C[M, N] (+)= A * B with A either pre-packed by pack_a_once (`packed_a`) or a strided view
 // (`a_mat`), and B either a strided view (`b_mat`) or a panel source (`b_panels`); exactly one of
@@ -102,6 +106,7 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, i
 // a_rows-row matrix packed by pack_a_once.
 namespace avx512 {
 int64_t pack_elems();
+int64_t panel_depth();
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
 void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t a_rows,
                   int64_t a_row0, const Mat* a_mat, const Mat* b_mat, const BPanels* b_panels,
@@ -109,6 +114,7 @@ void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_
 }  // namespace avx512
 namespace avx2 {
 int64_t pack_elems();
+int64_t panel_depth();
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
 void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t a_rows,
                   int64_t a_row0, const Mat* a_mat, const Mat* b_mat, const BPanels* b_panels,

@@ -265,6 +265,10 @@ int64_t pack_elems() {
   return kMC * kKC + kKC * kNC;
 }
 
+int64_t panel_depth() {
+  return kKC;
+}
+
 // Layout: K block pc (rows pc .. pc+kc of the K dimension) starts at pc * m_padded; within it the
 // 8-row panels follow each other (panel p at p * 8 * kc), exactly what pack_a writes per block.
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
