@@ -95,11 +95,25 @@ bool castable(const Tensor& t) {
   return t.defined() && t.is_floating_point();
 }
 
+// The dtype op's policy casts its floating inputs to (not kKeep, which casts nothing).
+Dtype target_dtype(CastPolicy policy, std::span<const Tensor> inputs) {
+  if (policy == P::kLowerPrecision) return AutocastMode::dtype();
+  if (policy == P::kFloat32) return Dtype::Float32;
+  bool any = false;  // kPromote: the widest floating input
+  Dtype widest = Dtype::Float32;
+  for (const Tensor& t : inputs) {
+    if (!castable(t)) continue;
+    widest = any ? promote(widest, t.dtype()) : t.dtype();
+    any = true;
+  }
+  return widest;
+}
+
 std::vector<Tensor> cast_inputs(AutocastOp op, std::span<const Tensor> inputs) {
-  const Dtype target = autocast::target_dtype(op, inputs);
   const CastPolicy policy = autocast_rule(op).policy;
   std::vector<Tensor> out(inputs.begin(), inputs.end());
   if (policy == P::kKeep) return out;
+  const Dtype target = target_dtype(policy, inputs);
   for (Tensor& t : out) {
     if (!castable(t) || t.dtype() == target) continue;
     if (policy != P::kPromote && t.dtype() == Dtype::Float64) continue;
@@ -118,36 +132,7 @@ const AutocastRule& autocast_rule(AutocastOp op) {
   return kRules.at(static_cast<size_t>(op));
 }
 
-const char* cast_policy_name(CastPolicy policy) {
-  switch (policy) {
-    case P::kLowerPrecision:
-      return "lower_precision";
-    case P::kFloat32:
-      return "float32";
-    case P::kPromote:
-      return "promote";
-    case P::kKeep:
-      return "keep";
-  }
-  return "?";
-}
-
 namespace autocast {
-
-Dtype target_dtype(AutocastOp op, std::span<const Tensor> inputs) {
-  const CastPolicy policy = autocast_rule(op).policy;
-  if (policy == P::kLowerPrecision) return AutocastMode::dtype();
-  if (policy == P::kFloat32) return Dtype::Float32;
-  bool any = false;
-  Dtype widest = Dtype::Float32;
-  for (const Tensor& t : inputs) {
-    if (!castable(t)) continue;
-    widest = any ? promote(widest, t.dtype()) : t.dtype();
-    if (policy == P::kKeep) return widest;
-    any = true;
-  }
-  return widest;
-}
 
 OpInputs::OpInputs(AutocastOp op, std::initializer_list<Tensor> inputs)
     : OpInputs(op, std::span<const Tensor>(inputs.begin(), inputs.size())) {}

@@ -82,8 +82,6 @@ struct AutocastRule {
 /// The whole table, one rule per AutocastOp, in enum order.
 std::span<const AutocastRule> autocast_rules();
 const AutocastRule& autocast_rule(AutocastOp op);
-/// "lower_precision", "float32", "promote", "keep".
-const char* cast_policy_name(CastPolicy policy);
 
 namespace autocast {
 
@@ -91,10 +89,6 @@ namespace autocast {
 inline bool is_active() {
   return AutocastMode::is_enabled();
 }
-
-/// The dtype op's policy casts these floating inputs to (ins[i] may be undefined); for kKeep,
-/// or when nothing needs casting, the first defined floating input's dtype.
-Dtype target_dtype(AutocastOp op, std::span<const Tensor> inputs);
 
 /// An op's inputs cast by its policy (recorded casts, so gradients flow back in each input's own
 /// dtype; lower-precision casts of float32 parameters are cached for the autocast scope), and

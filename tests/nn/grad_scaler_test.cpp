@@ -55,6 +55,11 @@ TEST(GradScaler, ScalesA16BitLossInFloat32SoItCannotOverflow) {
   const Tensor scaled = scaler.scale(loss);  // 131072 > float16's largest finite 65504
   EXPECT_EQ(scaled.dtype(), Dtype::Float32);
   EXPECT_EQ(scaled.item<double>(), 131072.0);
+  const std::string msg =
+      message_of<DtypeError>([&] { (void)scaler.scale(zeros({2}, Dtype::Int64)); });
+  EXPECT_NE(msg.find("GradScaler::scale: outputs must be floating point, got int64"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(GradScaler, UnscaleDividesByTheScaleExactlyAndStepUsesTheTrueGradients) {
@@ -133,6 +138,11 @@ TEST(GradScaler, UpdateWithANewScaleSetsIt) {
   scaler.update(512.0);
   EXPECT_EQ(scaler.get_scale(), 512.0);
   EXPECT_EQ(scaler.growth_tracker(), 0);
+  EXPECT_NE(message_of<Error>([&] {
+              scaler.update(kInf);
+            }).find("new_scale must be positive and finite, got inf"),
+            std::string::npos);
+  EXPECT_EQ(scaler.get_scale(), 512.0);
 }
 
 TEST(GradScaler, RefusesCallsOutOfOrder) {
@@ -233,6 +243,12 @@ TEST(GradScaler, LoadStateDictRefusesIncompleteStateAndChangesNothing) {
   EXPECT_NE(message_of<Error>([&] {
               scaler.load_state_dict(dict);
             }).find("metadata has no 'growth_tracker'"),
+            std::string::npos);
+  dict = GradScaler().state_dict();
+  dict.metadata["growth_tracker"] = "-1";
+  EXPECT_NE(message_of<Error>([&] {
+              scaler.load_state_dict(dict);
+            }).find("growth_tracker must be a count, got -1"),
             std::string::npos);
   dict = GradScaler().state_dict();
   dict.metadata["backoff_factor"] = "2";

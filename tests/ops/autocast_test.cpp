@@ -306,13 +306,18 @@ TEST(AutocastPolicyTable, EveryRuleHasACaseAndEveryCaseMatchesItsRule) {
   }
 }
 
-TEST(AutocastPolicyTable, Float64InputsAreNeverLowered) {
+TEST(AutocastPolicyTable, Float64IsNeverLoweredAndPromotionTakesTheWiderDtype) {
   AutocastGuard autocast(Dtype::BFloat16);
   const Tensor x = randn({2, 3}, Dtype::Float64), w = randn({4, 3}, Dtype::Float64);
   EXPECT_EQ(linear(x, w).dtype(), Dtype::Float64);
   EXPECT_EQ(mse_loss(x, x).dtype(), Dtype::Float64);
-  // Promotion takes the widest: float64 beside float32.
+  // Promotion takes the widest: float64 beside float32; float16 beside bfloat16 gives float32
+  // (neither holds the other), as torch.promote_types.
   EXPECT_EQ(add(x, randn({3})).dtype(), Dtype::Float64);
+  const Tensor h = randn({3}).to(Dtype::Float16), b = randn({3}).to(Dtype::BFloat16);
+  EXPECT_EQ(mul(h, b).dtype(), Dtype::Float32);
+  EXPECT_EQ(cat({h, b}).dtype(), Dtype::Float32);
+  EXPECT_EQ(add(h, h).dtype(), Dtype::Float16);
 }
 
 TEST(AutocastPolicyTable, Reflect3dPadKeepsTheInputDtypeAsPyTorch) {
