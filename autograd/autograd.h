@@ -2,6 +2,7 @@
 // guards, backward/grad, the graph types, leaf hooks and gradcheck.
 #pragma once
 
+#include "../autograd/autocast_mode.h"
 #include "../autograd/engine.h"
 #include "../autograd/error.h"
 #include "../autograd/grad_mode.h"

@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "autograd/autocast_mode.h"
 #include "autograd/error.h"
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
@@ -163,6 +164,9 @@ tensor_list run_graph(const std::vector<Edge>& roots, const tensor_list& root_gr
     prune(gt);
   }
   AutoGradMode mode(create_graph);
+  // Backward ops run in the dtypes their forward recorded, never re-cast by an autocast scope
+  // around the backward call (PyTorch's rule).
+  autocast_detail::Suspend no_autocast;
   for (size_t i = 0; i < roots.size(); ++i) {
     add_to_buffer(gt.tasks[roots[i].node.get()], roots[i].input_nr, root_grads[i]);
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autograd/function.h"
+#include "ops/cast.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
 #include "ops/reduction.h"
@@ -215,6 +216,7 @@ struct BatchNormBackward final : Node {
   std::vector<double> mean, invstd;  // [C]
   size_t x = 0, w = 0;
   bool has_weight = false;
+  bool mixed = false;  // float32 weight or bias beside a 16-bit input
 
   tensor_list apply(tensor_list&& grads) override {
     return GradMode::is_enabled() ? composed(grads[0]) : fused(grads[0]);
@@ -253,15 +255,19 @@ struct BatchNormBackward final : Node {
         grad_input_rows(geo, xp, gp, dp, k.data(), a.data(), b.data(), mean.data(), r0, r1);
       });
     });
-    const Dtype dt = xv.dtype();
-    return {dx, needs_grad(1) ? from_vector(sum_gx, {geo.C}, dt) : Tensor(),
-            needs_grad(2) ? from_vector(sum_g, {geo.C}, dt) : Tensor()};
+    // In the parameters' own dtypes (float32 beside a 16-bit input), from the double sums.
+    return {dx, needs_grad(1) ? from_vector(sum_gx, {geo.C}, input_meta(1).dtype) : Tensor(),
+            needs_grad(2) ? from_vector(sum_g, {geo.C}, input_meta(2).dtype) : Tensor()};
   }
 
   // Same formulas from differentiable ops; in training the statistics are recomputed from x so
   // that their dependence on x is differentiated too.
-  tensor_list composed(const Tensor& g) {
-    const Tensor xv = saved(x);
+  tensor_list composed(const Tensor& g_in) {
+    // A 16-bit input with float32 parameters: the formulas run in float32 (recorded casts), the
+    // input gradient is cast back.
+    const Dtype x_dtype = input_meta(0).dtype;
+    const Tensor xv = mixed ? cast(saved(x), Dtype::Float32) : saved(x);
+    const Tensor g = mixed ? cast(g_in, Dtype::Float32) : g_in;
     const int64_t nd = xv.dim(), C = xv.size(1);
     const Shape red = reduced_dims(nd), cs = channel_shape(C, nd);
     Tensor xc, inv;  // x - mean, 1/sqrt(var + eps): [N, C, *], [1, C, 1...]
@@ -280,8 +286,10 @@ struct BatchNormBackward final : Node {
                ? mul(sub(sub(gw, mean_of(gw, red)), mul(xhat, mean_of(mul(gw, xhat), red))), inv)
                : mul(gw, inv);
     }
-    return {dx, needs_grad(1) ? sum(mul(g, xhat), red) : Tensor(),
-            needs_grad(2) ? sum(g, red) : Tensor()};
+    auto in_dtype = [](const Tensor& t, Dtype d) { return t.defined() ? cast(t, d) : t; };
+    return {in_dtype(dx, x_dtype),
+            needs_grad(1) ? in_dtype(sum(mul(g, xhat), red), input_meta(1).dtype) : Tensor(),
+            needs_grad(2) ? in_dtype(sum(g, red), input_meta(2).dtype) : Tensor()};
   }
 
   static Tensor mean_of(const Tensor& t, const Shape& red) { return aclgrad::mean(t, red, true); }
@@ -296,8 +304,14 @@ void check_channel_param(const char* name, const Tensor& t, const Tensor& x, boo
                     "], got shape ", t.sizes());
   check<DtypeError>(t.is_floating_point(), "batch_norm: expected ", name,
                     " to have a floating point dtype, got ", t.dtype());
-  check<DtypeError>(!vector || t.dtype() == x.dtype(), "batch_norm: expected ", name,
-                    " to have the input's dtype ", x.dtype(), ", got ", t.dtype());
+  // A 16-bit input may come with float32 parameters (PyTorch's mixed-precision batch norm).
+  const bool mixed =
+      t.dtype() == Dtype::Float32 && (x.dtype() == Dtype::BFloat16 || x.dtype() == Dtype::Float16);
+  check<DtypeError>(
+      !vector || t.dtype() == x.dtype() || mixed, "batch_norm: expected ", name,
+      " to have the input's dtype ", x.dtype(),
+      x.dtype() == Dtype::BFloat16 || x.dtype() == Dtype::Float16 ? " or float32" : "", ", got ",
+      t.dtype());
   check(vector || !t.requires_grad(), "batch_norm: ", name,
         " must not require grad (running statistics are updated in place, never differentiated)");
 }
@@ -366,6 +380,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   if (auto node = make_node<BatchNormBackward>({x, weight, bias}, training, eps, std::move(mean),
                                                std::move(invstd))) {
     node->x = node->save(x);
+    node->mixed = (weight.defined() && weight.dtype() != x.dtype()) ||
+                  (bias.defined() && bias.dtype() != x.dtype());
     if (weight.defined() && node->needs_grad(0)) {
       node->has_weight = true;
       node->w = node->save(weight);

@@ -9,7 +9,8 @@ namespace aclgrad {
 ///
 /// x: [N, C, *] (at least 2 dims; float32 or float64, float16/bfloat16 compute in float32).
 /// running_mean, running_var: C elements each, any floating dtype, or undefined tensors (then
-/// training must be true). weight, bias: [C] in x's dtype, or undefined (weight 1, bias 0).
+/// training must be true). weight, bias: [C] in x's dtype (or float32 beside a float16/bfloat16
+/// x: mixed precision, their gradients then float32 too), or undefined (weight 1, bias 0).
 ///
 /// training: mean and the biased variance are taken over N and the spatial dims (M values per
 /// channel; M == 1 is an Error, M == 0 gives an empty output), and the running statistics, when

@@ -13,6 +13,7 @@
 //     gradient) and convolves that with the symmetric part of the padding.
 #include "ops/conv.h"
 
+#include "ops/autocast.h"
 #include "ops/conv_acl.h"
 #include "ops/shape.h"
 #include "tensor/creation.h"
@@ -259,26 +260,50 @@ Tensor conv_transpose_nd(const char* op, int64_t nd, const Tensor& input, const 
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const ConvOptions& options) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kConv1d, {input, weight, bias});
+    return conv1d(in[0], in[1], in[2], options);
+  }
   return conv_nd("conv1d", 1, input, weight, bias, options);
 }
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const ConvOptions& options) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kConv2d, {input, weight, bias});
+    return conv2d(in[0], in[1], in[2], options);
+  }
   return conv_nd("conv2d", 2, input, weight, bias, options);
 }
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const ConvOptions& options) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kConv3d, {input, weight, bias});
+    return conv3d(in[0], in[1], in[2], options);
+  }
   return conv_nd("conv3d", 3, input, weight, bias, options);
 }
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias,
                         const ConvTransposeOptions& options) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kConvTranspose1d, {input, weight, bias});
+    return conv_transpose1d(in[0], in[1], in[2], options);
+  }
   return conv_transpose_nd("conv_transpose1d", 1, input, weight, bias, options);
 }
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
                         const ConvTransposeOptions& options) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kConvTranspose2d, {input, weight, bias});
+    return conv_transpose2d(in[0], in[1], in[2], options);
+  }
   return conv_transpose_nd("conv_transpose2d", 2, input, weight, bias, options);
 }
 Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor& bias,
                         const ConvTransposeOptions& options) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kConvTranspose3d, {input, weight, bias});
+    return conv_transpose3d(in[0], in[1], in[2], options);
+  }
   return conv_transpose_nd("conv_transpose3d", 3, input, weight, bias, options);
 }
 

@@ -4,6 +4,7 @@
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "autograd/function.h"
 #include "ops/aclnn_bridge.h"
+#include "ops/autocast.h"
 #include "ops/conv.h"
 #include "ops/conv_acl.h"
 #include "ops/shape.h"
@@ -124,6 +125,10 @@ void check_conv_tbc(const Tensor& input, const Tensor& weight, const Tensor& bia
 }  // namespace
 
 Tensor conv_tbc(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t pad) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kConvTbc, {input, weight, bias});
+    return conv_tbc(in[0], in[1], in[2], pad);
+  }
   check_conv_tbc(input, weight, bias, pad);
   const int64_t c_out = weight.size(2);
   Tensor out =

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "ops/autocast.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
 #include "ops/reduction.h"
@@ -38,12 +39,20 @@ struct SubBackward final : Node {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kAdd, {a, b});
+    return add(in[0], in[1]);
+  }
   Tensor out = map_binary("add", a, b, [](auto u, auto v) { return u + v; });
   if (auto node = make_node<AddBackward>({a, b})) node->set_history(out);
   return out;
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kSub, {a, b});
+    return sub(in[0], in[1]);
+  }
   Tensor out = map_binary("sub", a, b, [](auto u, auto v) { return u - v; });
   if (auto node = make_node<SubBackward>({a, b})) node->set_history(out);
   return out;
@@ -65,6 +74,10 @@ struct MulBackward final : Node {
 }  // namespace
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kMul, {a, b});
+    return mul(in[0], in[1]);
+  }
   Tensor out = map_binary("mul", a, b, [](auto u, auto v) { return u * v; });
   if (auto node = make_node<MulBackward>({a, b})) {
     if (node->needs_grad(0)) node->b = node->save(b);
@@ -93,6 +106,10 @@ struct DivBackward final : Node {
 }  // namespace
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kDiv, {a, b});
+    return div(in[0], in[1]);
+  }
   Tensor out = map_binary("div", a, b, [](auto u, auto v) { return u / v; });
   if (auto node = make_node<DivBackward>({a, b})) {
     node->b = node->save(b);
@@ -130,6 +147,10 @@ struct PowBackward final : Node {
 }  // namespace
 
 Tensor pow(const Tensor& base, const Tensor& exponent) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kPow, {base, exponent});
+    return pow(in[0], in[1]);
+  }
   Tensor out = map_binary("pow", base, exponent, [](auto u, auto v) { return std::pow(u, v); });
   if (auto node = make_node<PowBackward>({base, exponent})) {
     node->x = node->save(base);

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "autograd/function.h"
+#include "ops/autocast.h"
 #include "ops/elementwise.h"
 #include "ops/matmul16.h"
 #include "ops/reduction.h"
@@ -214,6 +215,10 @@ struct MatmulBackward final : Node {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kMatmul, {a, b});
+    return matmul(in[0], in[1]);
+  }
   check<ShapeError>(a.dim() >= 1 && b.dim() >= 1,
                     "matmul: both arguments need to be at least 1D, but they are ", a.dim(),
                     "D and ", b.dim(), "D");
@@ -256,6 +261,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kLinear, {x, weight, bias});
+    return linear(in[0], in[1], in[2]);
+  }
   check<ShapeError>(weight.dim() == 2,
                     "linear: expected weight of 2 dims [out_features, in_features], got shape ",
                     weight.sizes());

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "ops/autocast.h"
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
@@ -209,6 +210,12 @@ void check_broadcasts_to(const char* op, const char* what, const Tensor& t, cons
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions& options) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kNllLoss, {input, target, options.weight});
+    NllLossOptions o = options;
+    o.weight = in[2];
+    return nll_loss(in[0], in[1], o);
+  }
   const ClassTargets ct =
       class_targets("nll_loss", input, target, options.weight, options.ignore_index);
   return reduce_elements_of(nll_from(ct), options.reduction, ct.total_weight, ct.unbatched);
@@ -216,6 +223,12 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions&
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target,
                      const CrossEntropyOptions& options) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kCrossEntropy, {input, target, options.weight});
+    CrossEntropyOptions o = options;
+    o.weight = in[2];
+    return cross_entropy(in[0], in[1], o);
+  }
   const char* op = "cross_entropy";
   const double eps = options.label_smoothing;
   check(eps >= 0.0 && eps <= 1.0, op, ": label_smoothing must be between 0.0 and 1.0, got ", eps);
@@ -271,6 +284,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target,
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kMseLoss, {input, target});
+    return mse_loss(in[0], in[1], reduction);
+  }
   check<DtypeError>(input.dtype() == target.dtype(), "mse_loss: input has dtype ", input.dtype(),
                     " but the target has dtype ", target.dtype());
   check_broadcasts_to("mse_loss", "target", target, input);
@@ -289,6 +306,14 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BceWithLogitsOptions& options) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kBinaryCrossEntropyWithLogits,
+                                {input, target, options.weight, options.pos_weight});
+    BceWithLogitsOptions o = options;
+    o.weight = in[2];
+    o.pos_weight = in[3];
+    return binary_cross_entropy_with_logits(in[0], in[1], o);
+  }
   const char* op = "binary_cross_entropy_with_logits";
   check<ShapeError>(target.sizes() == input.sizes(), op, ": target size ", target.sizes(),
                     " must be the same as input size ", input.sizes());

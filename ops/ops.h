@@ -2,7 +2,9 @@
 #pragma once
 
 #include "../ops/activation.h"
+#include "../ops/autocast.h"
 #include "../ops/batch_norm.h"
+#include "../ops/cast.h"
 #include "../ops/conv.h"
 #include "../ops/dropout.h"
 #include "../ops/elementwise.h"

@@ -30,6 +30,7 @@
 #endif
 
 #include "autograd/function.h"
+#include "ops/autocast.h"
 #include "ops/kernels.h"
 #include "ops/pool_plan.h"
 #include "tensor/creation.h"
@@ -412,7 +413,7 @@ Tensor max_pool2d(const Tensor& x, const Shape& kernel_size, const Shape& stride
 }
 Tensor max_pool3d(const Tensor& x, const Shape& kernel_size, const Shape& stride,
                   const Shape& padding, const Shape& dilation, bool ceil_mode) {
-  return std::get<0>(max_pool_nd(3, x, {kernel_size, stride, padding, dilation, ceil_mode}));
+  return std::get<0>(max_pool3d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode));
 }
 
 std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x, const Shape& kernel_size,
@@ -428,6 +429,10 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Shape&
 std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, const Shape& kernel_size,
                                                    const Shape& stride, const Shape& padding,
                                                    const Shape& dilation, bool ceil_mode) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kMaxPool3d, {x});
+    return max_pool3d_with_indices(in[0], kernel_size, stride, padding, dilation, ceil_mode);
+  }
   return max_pool_nd(3, x, {kernel_size, stride, padding, dilation, ceil_mode});
 }
 
@@ -446,6 +451,11 @@ Tensor avg_pool2d(const Tensor& x, const Shape& kernel_size, const Shape& stride
 Tensor avg_pool3d(const Tensor& x, const Shape& kernel_size, const Shape& stride,
                   const Shape& padding, bool ceil_mode, bool count_include_pad,
                   std::optional<int64_t> divisor_override) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kAvgPool3d, {x});
+    return avg_pool3d(in[0], kernel_size, stride, padding, ceil_mode, count_include_pad,
+                      divisor_override);
+  }
   return avg_pool_nd(3, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override);
 }

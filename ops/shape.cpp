@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "autograd/function.h"
+#include "ops/autocast.h"
 #include "ops/reduction.h"
 #include "tensor/creation.h"
 #include "tensor/iter.h"
@@ -234,6 +235,10 @@ struct StackBackward final : Node {
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kCat, tensors);
+    return cat(in.all(), dim);
+  }
   check<ShapeError>(!tensors.empty(), "cat: expected a non-empty list of tensors");
   check_same_dtypes("cat", tensors);
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -272,6 +277,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kStack, tensors);
+    return stack(in.all(), dim);
+  }
   check<ShapeError>(!tensors.empty(), "stack: expected a non-empty list of tensors");
   check_same_dtypes("stack", tensors);
   const Shape& s0 = tensors[0].sizes();
@@ -408,6 +417,12 @@ Tensor constant_pad(const Tensor& x, const Shape& pads, const Shape& out_sizes, 
 }  // namespace
 
 Tensor pad(const Tensor& x, const Shape& pads, std::string_view mode, double value) {
+  // PyTorch's float32 list has replication_pad1d/2d/3d and reflection_pad1d/2d (not 3d).
+  if (autocast::is_active() && (mode == "replicate" || (mode == "reflect" && pads.size() <= 4))) {
+    const autocast::OpInputs in(
+        mode == "reflect" ? AutocastOp::kPadReflect : AutocastOp::kPadReplicate, {x});
+    return pad(in[0], pads, mode, value);
+  }
   const int64_t npairs = static_cast<int64_t>(pads.size()) / 2;
   check<ShapeError>(pads.size() % 2 == 0, "pad: padding length must be divisible by 2, got ",
                     pads.size(), " (pads ", pads, ")");

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "ops/autocast.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
 
@@ -191,12 +192,24 @@ Tensor eq(const Tensor& a, Scalar b) {
   return compare_scalar("eq", a, b, [](auto u, auto v) { return u == v; });
 }
 Tensor gt(const Tensor& a, const Tensor& b) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kGt, {a, b});
+    return gt(in[0], in[1]);
+  }
   return map_predicate("gt", a, b, [](auto u, auto v) { return u > v; });
 }
 Tensor lt(const Tensor& a, const Tensor& b) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kLt, {a, b});
+    return lt(in[0], in[1]);
+  }
   return map_predicate("lt", a, b, [](auto u, auto v) { return u < v; });
 }
 Tensor eq(const Tensor& a, const Tensor& b) {
+  if (autocast::is_active()) {
+    const autocast::OpInputs in(AutocastOp::kEq, {a, b});
+    return eq(in[0], in[1]);
+  }
   return map_predicate("eq", a, b, [](auto u, auto v) { return u == v; });
 }
 

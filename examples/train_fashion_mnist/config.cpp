@@ -12,11 +12,11 @@ std::string number(double v) {
   return buf;
 }
 
-// Settings added with distributed training, recorded only when not at these values, so that
-// older checkpoints (which lack them) still resume.
+// Settings added after the first checkpoints (distributed training, precision), recorded only
+// when not at these values, so that older checkpoints (which lack them) still resume.
 const std::map<std::string, std::string>& optional_settings() {
-  static const std::map<std::string, std::string> values{{"config.ranks", "1"},
-                                                         {"config.sync-batchnorm", "0"}};
+  static const std::map<std::string, std::string> values{
+      {"config.ranks", "1"}, {"config.sync-batchnorm", "0"}, {"config.precision", "fp32"}};
   return values;
 }
 
@@ -31,10 +31,12 @@ std::map<std::string, std::string> trajectory_settings(const Config& c) {
                                               {"config.weight-decay", number(c.weight_decay)},
                                               {"config.dropout", number(c.dropout)},
                                               {"config.seed", std::to_string(c.seed)}};
-  for (const auto& [key, fallback] : optional_settings()) {
-    const std::string value =
-        key == "config.ranks" ? std::to_string(c.ranks) : std::to_string(c.sync_batchnorm ? 1 : 0);
-    if (value != fallback) settings[key] = value;
+  const std::map<std::string, std::string> optional{
+      {"config.ranks", std::to_string(c.ranks)},
+      {"config.sync-batchnorm", c.sync_batchnorm ? "1" : "0"},
+      {"config.precision", c.precision}};
+  for (const auto& [key, value] : optional) {
+    if (value != optional_settings().at(key)) settings[key] = value;
   }
   return settings;
 }

@@ -21,6 +21,9 @@ struct Config {
   double weight_decay = 5e-4;
   double dropout = 0.25;
   uint64_t seed = 1;
+  // fp32 | bf16 | fp16: bf16 and fp16 run forward and loss under autocast (float32 master
+  // weights); fp16 adds a GradScaler.
+  std::string precision = "fp32";
   // Run control (not part of the training trajectory).
   std::string out_dir = "runs/fashion_mnist";
   std::string resume;      // checkpoint to continue from ("" = fresh start)

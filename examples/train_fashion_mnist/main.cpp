@@ -4,6 +4,7 @@
 //   train_fashion_mnist --epochs 2 --out runs/a
 //   train_fashion_mnist --resume runs/a/checkpoint.safetensors --out runs/a
 //   train_fashion_mnist --compare A.safetensors B.safetensors   # bitwise tensor comparison
+//   train_fashion_mnist --precision bf16      # mixed precision (autocast; fp16: + loss scaling)
 //   train_fashion_mnist --profile 20          # where a training step's time goes
 //   mpirun -np 2 train_fashion_mnist --distributed   # data parallel over 2 processes
 #include <tbb/global_control.h>
@@ -25,10 +26,34 @@ namespace {
 
 using namespace aclgrad;
 
-// Exit 0 when both files hold the same tensor names with identical dtype, shape and bytes.
+// Exit 0 when both files hold the same tensor names with identical dtype, shape and bytes, and
+// the same training state in their metadata (optimizer, scheduler and loss-scaler entries; not
+// timings).
 int compare_checkpoints(const std::string& a, const std::string& b) {
-  const nn::TensorMap ta = nn::load_safetensors(a), tb = nn::load_safetensors(b);
+  nn::Metadata ma, mb;
+  const nn::TensorMap ta = nn::load_safetensors(a, &ma), tb = nn::load_safetensors(b, &mb);
   int64_t differing = 0;
+  auto state_of = [](const nn::Metadata& m) {
+    nn::Metadata state;
+    for (const auto& [key, value] : m) {
+      for (const char* prefix : {"optimizer.", "scheduler.", "grad_scaler."})
+        if (key.rfind(prefix, 0) == 0) state[key] = value;
+    }
+    return state;
+  };
+  const nn::Metadata sa = state_of(ma), sb = state_of(mb);
+  for (const auto& [key, value] : sa) {
+    const auto it = sb.find(key);
+    if (it == sb.end() || it->second != value) {
+      std::printf("differs: metadata %s (%s vs %s)\n", key.c_str(), value.c_str(),
+                  it == sb.end() ? "absent" : it->second.c_str());
+      ++differing;
+    }
+  }
+  for (const auto& [key, value] : sb) {
+    if (!sa.count(key))
+      std::printf("only in %s: metadata %s\n", b.c_str(), key.c_str()), ++differing;
+  }
   for (const auto& [name, x] : ta) {
     const auto it = tb.find(name);
     if (it == tb.end()) {
@@ -79,6 +104,10 @@ int main(int argc, char** argv) {
   cli.option("--augment", c.augment, "Training augmentation",
              examples::ValueCheck::member_of({"none", "flip", "crop", "crop+flip"}));
   cli.option("--seed", c.seed, "Seed of the initial weights, shuffling, augmentation, dropout");
+  cli.option("--precision", c.precision,
+             "fp32, or mixed precision: bf16 / fp16 autocast (convolutions and linear layers in "
+             "16-bit, float32 weights and loss); fp16 adds dynamic loss scaling",
+             examples::ValueCheck::member_of({"fp32", "bf16", "fp16"}));
   cli.option("--out", c.out_dir, "Output directory (metrics.csv, curves.svg, checkpoint)");
   cli.option("--resume", c.resume,
              "Continue from this checkpoint (same training flags required); the result is "

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/autocast_mode.h"
 #include "examples/train_fashion_mnist/trainer.h"
 #include "nn/transforms.h"
 #include "ops/ops.h"
@@ -61,6 +62,8 @@ int run_profile(const Config& config, int64_t batches) {
   optim::AdamWOptions adam;
   adam.lr = config.lr;
   optim::AdamW opt(model->parameters(), adam);
+  const Precision precision(config.precision);
+  amp::GradScaler scaler({.enabled = precision.loss_scaling});
 
   // 1. Whole steps (the first one is a warm-up and not counted).
   std::map<std::string, Span> phase;
@@ -71,18 +74,24 @@ int run_profile(const Config& config, int64_t batches) {
     Mark t;
     data::Example batch = *it;
     Span data_ms = since(t);
-    t = Mark();
-    Tensor logits = (*model)(batch.data);
-    const Span fwd = since(t);
-    t = Mark();
-    Tensor loss = cross_entropy(logits, batch.target);
-    const Span loss_ms = since(t);
+    Tensor logits, loss;
+    Span fwd, loss_ms;
+    {
+      AutocastGuard autocast(precision.dtype, precision.autocast);
+      t = Mark();
+      logits = (*model)(batch.data);
+      fwd = since(t);
+      t = Mark();
+      loss = cross_entropy(logits, batch.target);
+      loss_ms = since(t);
+    }
     t = Mark();
     opt.zero_grad();
-    loss.backward();
+    scaler.scale(loss).backward();
     const Span bwd = since(t);
     t = Mark();
-    opt.step();
+    scaler.step(opt);
+    scaler.update();
     const Span step_ms = since(t);
     t = Mark();
     ++it;
@@ -95,8 +104,11 @@ int run_profile(const Config& config, int64_t batches) {
   Span total;
   for (const auto& [k, v] : phase) total += v;
   const double n = static_cast<double>(counted), bs = static_cast<double>(config.batch_size);
-  std::printf("training step, batch %lld, mean of %lld steps (wall ms, CPU ms of all threads):\n",
-              static_cast<long long>(config.batch_size), static_cast<long long>(counted));
+  std::printf(
+      "training step, batch %lld, precision %s, mean of %lld steps (wall ms, CPU ms of all "
+      "threads):\n",
+      static_cast<long long>(config.batch_size), config.precision.c_str(),
+      static_cast<long long>(counted));
   for (const char* k : order) {
     std::printf("  %-10s %8.2f wall %8.2f cpu  %5.1f%% of cpu\n", k, phase[k].wall / n,
                 phase[k].cpu / n, 100 * phase[k].cpu / total.cpu);
@@ -107,8 +119,8 @@ int run_profile(const Config& config, int64_t batches) {
       1000.0 * bs * n / total.cpu);
 
   // 2. Layer by layer: forward, then backward of that layer alone with a random gradient.
-  std::printf("per layer (forward / backward, ms per batch of %lld):\n",
-              static_cast<long long>(config.batch_size));
+  std::printf("per layer in %s (forward / backward, ms per batch of %lld; output dtype):\n",
+              config.precision.c_str(), static_cast<long long>(config.batch_size));
   Tensor x = loader.batch(0, 0).data;
   std::map<std::string, std::pair<double, double>> by_kind;  // CPU ms
   double sum_f = 0, sum_b = 0;
@@ -121,9 +133,12 @@ int run_profile(const Config& config, int64_t batches) {
     Tensor y;
     for (int r = 0; r <= reps; ++r) {
       Mark t;
-      y = (*layer)(in);
+      {
+        AutocastGuard autocast(precision.dtype, precision.autocast);
+        y = (*layer)(in);
+      }
       const Span fm = since(t);
-      Tensor g = randn(y.sizes());
+      Tensor g = randn(y.sizes()).to(y.dtype());
       t = Mark();
       if (y.requires_grad()) y.backward(g);
       const Span bm = since(t);
@@ -135,9 +150,9 @@ int run_profile(const Config& config, int64_t batches) {
     by_kind[layer->type_name()].first += fc, by_kind[layer->type_name()].second += bc;
     std::string name = layer->repr();
     if (name.size() > 44) name = name.substr(0, 41) + "...";
-    std::printf("  %-2lld %-44s wall %7.2f / %7.2f  cpu %7.2f / %7.2f\n",
+    std::printf("  %-2lld %-44s wall %7.2f / %7.2f  cpu %7.2f / %7.2f  %s\n",
                 static_cast<long long>(index - 1), name.c_str(), f.wall / reps, bw.wall / reps, fc,
-                bc);
+                bc, dtype_name(y.dtype()));
     x = y.detach();
   }
   std::printf("by layer type (CPU ms forward + backward, share of the layer total):\n");

@@ -3,7 +3,10 @@
 #   cmake -DEXE=<train_fashion_mnist> -DDIR=<scratch dir> -P resume_test.cmake
 # With -DLAUNCH="mpirun|<flags>|-np|2" the training runs are distributed (--distributed).
 # With -DTWICE=ON it instead trains twice from the same seed and compares those checkpoints.
+# With -DEXTRA="--precision|fp16" every training run gets those flags too.
 set(common --limit-train 256 --limit-test 100 --epochs 2 --batch-size 32 --quiet)
+string(REPLACE "|" ";" extra "${EXTRA}")
+list(APPEND common ${extra})
 string(REPLACE "|" ";" launch "${LAUNCH}")
 if(launch)
   list(APPEND common --distributed)

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "autograd/autocast_mode.h"
 #include "autograd/grad_mode.h"
 #include "examples/common/atomic_file.h"
 #include "examples/common/progress.h"
@@ -63,6 +64,16 @@ const std::string kCheckpointName = "checkpoint.safetensors";
 
 }  // namespace
 
+Precision::Precision(const std::string& name) {
+  if (name == "bf16" || name == "fp16") {
+    autocast = true;
+    dtype = name == "bf16" ? Dtype::BFloat16 : Dtype::Float16;
+    loss_scaling = name == "fp16";
+  } else if (name != "fp32") {
+    throw std::runtime_error("--precision must be fp32, bf16 or fp16, got '" + name + "'");
+  }
+}
+
 void check_data_dir(const std::string& dir) {
   if (!fs::is_directory(dir)) {
     throw std::runtime_error("data directory '" + dir +
@@ -82,7 +93,10 @@ void check_data_dir(const std::string& dir) {
 }
 
 Trainer::Trainer(const Config& config, std::shared_ptr<distributed::ProcessGroup> group)
-    : config_(config), group_(std::move(group)) {
+    : config_(config),
+      group_(std::move(group)),
+      precision_(config.precision),
+      scaler_({.enabled = precision_.loss_scaling}) {
   const int rank = group_ ? group_->rank() : 0;
   config_.ranks = group_ ? group_->size() : 1;
   if (config_.batch_size % config_.ranks != 0) {
@@ -120,6 +134,10 @@ Trainer::Trainer(const Config& config, std::shared_ptr<distributed::ProcessGroup
   std::function<std::shared_ptr<nn::Module>(int64_t)> batchnorm;
   if (config_.sync_batchnorm) {
     if (!group_) throw std::runtime_error("--sync-batchnorm needs --distributed");
+    // Its all-reduce takes float32/float64 statistics, and autocast hands it 16-bit activations.
+    if (precision_.autocast)
+      throw std::runtime_error("--sync-batchnorm supports --precision fp32 only, got --precision " +
+                               config_.precision);
     batchnorm = [this](int64_t channels) {
       return std::make_shared<nn::SyncBatchNorm2d>(channels, group_);
     };
@@ -158,11 +176,16 @@ double Trainer::train_epoch(int64_t epoch) {
   int64_t samples = 0, done = 0, window_n = 0;
   const int64_t curve_every = std::max<int64_t>(1, batches / 20);
   for (auto& batch : *train_loader_) {
-    Tensor logits = ddp_ ? (*ddp_)(batch.data) : (*model_)(batch.data);
-    Tensor loss = cross_entropy(logits, batch.target);
+    Tensor loss;
+    {
+      AutocastGuard autocast(precision_.dtype, precision_.autocast);
+      Tensor logits = ddp_ ? (*ddp_)(batch.data) : (*model_)(batch.data);
+      loss = cross_entropy(logits, batch.target);
+    }
     optimizer_->zero_grad();
-    loss.backward();
-    optimizer_->step();
+    scaler_.scale(loss).backward();
+    scaler_.step(*optimizer_);  // optimizer_->step(), unless fp16 gradients overflowed
+    scaler_.update();
     scheduler_->step();
     ++steps_;
 
@@ -191,6 +214,7 @@ double Trainer::train_epoch(int64_t epoch) {
 std::pair<double, double> Trainer::evaluate() {
   if (ddp_) ddp_->broadcast_buffers();  // every rank evaluates with rank 0's BatchNorm statistics
   NoGradGuard no_grad;
+  AutocastGuard autocast(precision_.dtype, precision_.autocast);
   model_->eval();
   double loss_sum = 0;
   int64_t correct = 0, total = 0;
@@ -218,6 +242,11 @@ int Trainer::run() {
                 static_cast<long long>(train_size_), static_cast<long long>(test_size_),
                 static_cast<long long>(train_loader_->size()),
                 static_cast<long long>(config_.batch_size));
+    if (precision_.autocast) {
+      std::printf("precision %s: autocast to %s, float32 weights%s\n", config_.precision.c_str(),
+                  dtype_name(precision_.dtype),
+                  precision_.loss_scaling ? ", dynamic loss scaling" : "");
+    }
     if (group_) {
       std::printf("distributed: %d ranks, %lld samples per rank and batch\n", config_.ranks,
                   static_cast<long long>(config_.batch_size / config_.ranks));
@@ -286,6 +315,7 @@ void Trainer::save_checkpoint(int64_t epochs_done) const {
   for (const auto& [key, value] : opt.metadata) meta["optimizer." + key] = value;
   for (const auto& [key, value] : scheduler_->state_dict().metadata)
     meta["scheduler." + key] = value;
+  for (const auto& [key, value] : scaler_.state_dict().metadata) meta["grad_scaler." + key] = value;
   meta["epoch"] = std::to_string(epochs_done);
   meta["step"] = std::to_string(steps_);
   meta["seconds"] = std::to_string(seconds_);
@@ -304,16 +334,18 @@ void Trainer::load_checkpoint(const std::string& path) {
     for (const std::string& m : mismatches) msg += "\n  " + m;
     throw std::runtime_error(msg);
   }
-  optim::StateDict opt, sched;
+  optim::StateDict opt, sched, scaler;
   for (const auto& [name, t] : extras.tensors) {
     if (name.rfind("optimizer.", 0) == 0) opt.tensors[name.substr(10)] = t;
   }
   for (const auto& [key, value] : extras.metadata) {
     if (key.rfind("optimizer.", 0) == 0) opt.metadata[key.substr(10)] = value;
     if (key.rfind("scheduler.", 0) == 0) sched.metadata[key.substr(10)] = value;
+    if (key.rfind("grad_scaler.", 0) == 0) scaler.metadata[key.substr(12)] = value;
   }
   optimizer_->load_state_dict(opt);
   scheduler_->load_state_dict(sched);
+  if (scaler_.is_enabled()) scaler_.load_state_dict(scaler);
   start_epoch_ = std::stoll(extras.metadata.at("epoch"));
   steps_ = std::stoll(extras.metadata.at("step"));
   seconds_ = std::stod(extras.metadata.at("seconds"));

@@ -1,11 +1,17 @@
 // The Fashion-MNIST training run: model, data, optimizer, schedule, checkpoints.
 //
+// Precision: --precision bf16 / fp16 runs forward and loss (training and evaluation) under an
+// AutocastGuard: convolutions and linear layers in 16-bit, the loss in float32, the weights and
+// optimizer in float32. fp16 scales the loss with a GradScaler (steps with inf/NaN gradients are
+// skipped and the scale backs off).
+//
 // Exact resume. Every random choice is a function of (seed, epoch) only: the shuffle order and
 // the augmentation of each batch come from the DataLoader (Generator(seed + epoch), and a
 // generator per (seed, epoch, batch)); the dropout masks come from the default generator, which
 // is re-seeded from (seed, epoch) at the start of every epoch. So the checkpoint written after
 // each epoch (weights, BatchNorm buffers, optimizer moments and step counts, scheduler position,
-// the epoch number) holds all the state there is: training N epochs straight, or k epochs then
+// the fp16 loss scale, the epoch number) holds all the state there is: training N epochs straight,
+// or k epochs then
 // --resume to N, gives bit-identical weights.
 //
 // Distributed (a process group is given; run under mpirun): the model is wrapped in
@@ -23,6 +29,7 @@
 #include "examples/train_fashion_mnist/model.h"
 #include "nn/data.h"
 #include "nn/distributed/distributed_data_parallel.h"
+#include "nn/grad_scaler.h"
 #include "nn/lr_scheduler.h"
 #include "nn/nn.h"
 #include "nn/optim.h"
@@ -31,6 +38,15 @@ namespace aclgrad::fmnist {
 
 /// Fashion-MNIST's per-pixel mean and standard deviation over the training images.
 inline constexpr double kMean = 0.2860, kStd = 0.3530;
+
+/// What --precision turns on: autocast (to bf16 or fp16) around forward and loss, and loss
+/// scaling for fp16. fp32: neither (both guards are then no-ops).
+struct Precision {
+  explicit Precision(const std::string& name);
+  bool autocast = false;
+  Dtype dtype = Dtype::BFloat16;
+  bool loss_scaling = false;
+};
 
 /// Error (std::runtime_error) naming the missing file and how to install the data set, if dir
 /// does not hold the four (Fashion-)MNIST files (plain or .gz).
@@ -67,6 +83,8 @@ class Trainer {
   std::shared_ptr<nn::DistributedDataParallel> ddp_;  // wraps model_ when distributed
   std::unique_ptr<optim::AdamW> optimizer_;
   std::unique_ptr<optim::OneCycleLR> scheduler_;
+  Precision precision_;
+  amp::GradScaler scaler_;  // enabled for fp16 only
   std::unique_ptr<data::DataLoader> train_loader_, test_loader_;
   History history_;
   int64_t start_epoch_ = 0;  // epochs already done (from the checkpoint)

@@ -22,3 +22,4 @@
 #include "nn/optim.h"
 #include "nn/transforms.h"
 #include "nn/clip.h"
+#include "nn/grad_scaler.h"
