@@ -14,7 +14,11 @@ the work, exact for 1 thread; PyTorch's OpenMP threads spin while waiting, which
 time), the ratios ours / PyTorch and the load average.
 
   /usr/bin/python3 bench/train_step_pytorch.py --bench build/bench/train_step_bench
-      [--batches 64,128] [--threads 2,1] [--rounds 5] [--min-time 1.0] [--json out.json]
+      [--batches 64,128] [--threads 2,1] [--precision fp32|bf16] [--rounds 5] [--min-time 1.0]
+      [--json out.json]
+
+--precision bf16 runs forward and loss under autocast on both sides (PyTorch:
+torch.autocast("cpu", dtype=torch.bfloat16); ours: AutocastGuard(BFloat16), case bf16:1).
 
 Unsets OPENBLAS_CORETYPE for both sides (see README "Performance").
 """
@@ -29,7 +33,7 @@ import time
 from torch_threads import set_openblas_threads
 
 
-def torch_step(batch, threads):
+def torch_step(batch, threads, bf16=False):
     import torch
     import torch.nn as nn
     torch.set_num_threads(threads)
@@ -46,7 +50,8 @@ def torch_step(batch, threads):
 
     def step():
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
 
@@ -66,9 +71,9 @@ def time_torch(step, batch, min_time):
             return batch * n / el, batch * n / (time.process_time() - cpu_start)
 
 
-def time_ours(bench, batch, threads, min_time):
+def time_ours(bench, batch, threads, bf16, min_time):
     out = subprocess.run(
-        [bench, f"--benchmark_filter=^train_step/batch:{batch}/threads:{threads}$",
+        [bench, f"--benchmark_filter=^train_step/batch:{batch}/threads:{threads}/bf16:{int(bf16)}$",
          f"--benchmark_min_time={min_time}", "--benchmark_format=json"],
         check=True, capture_output=True, text=True).stdout
     b = json.loads(out)["benchmarks"][0]
@@ -80,14 +85,16 @@ def main():
     ap.add_argument("--bench", default="build/bench/train_step_bench")
     ap.add_argument("--batches", default="64,128")
     ap.add_argument("--threads", default="2,1")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=1.0)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
+    bf16 = a.precision == "bf16"
     os.environ.pop("OPENBLAS_CORETYPE", None)
     import torch
     blas = set_openblas_threads(1)
-    print(f"# torch {torch.__version__}, rounds {a.rounds}, min-time {a.min_time} s, "
+    print(f"# torch {torch.__version__}, {a.precision}, rounds {a.rounds}, min-time {a.min_time} s, "
           f"OpenBLAS {blas or 'not loaded'} (threads set like torch's), "
           f"load average {os.getloadavg()[0]:.2f} at start", flush=True)
     print("samples/s (wall clock) and samples per CPU-second (CPU time of all the process's "
@@ -97,10 +104,10 @@ def main():
     rows = []
     for threads in [int(t) for t in a.threads.split(",")]:
         for batch in [int(b) for b in a.batches.split(",")]:
-            step = torch_step(batch, threads)
+            step = torch_step(batch, threads, bf16)
             ours, theirs = [], []
             for _ in range(a.rounds):
-                ours.append(time_ours(a.bench, batch, threads, a.min_time))
+                ours.append(time_ours(a.bench, batch, threads, bf16, a.min_time))
                 theirs.append(time_torch(step, batch, a.min_time))
             mo = statistics.median(r[0] for r in ours)
             mt = statistics.median(r[0] for r in theirs)
