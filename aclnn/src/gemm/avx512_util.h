@@ -1,6 +1,6 @@
-// Small AVX-512 helpers shared by the packing routines (gemm/, conv/im2col_panels_avx512.cpp).
-// Include only inside an AVX-512 target region (#pragma GCC target), after the runtime CPU check
-// has been made by the caller's dispatch.
+// Small AVX-512 helpers shared by the packing routines (gemm/,
+// conv/kernels/im2col/im2col_panels_avx512.cpp). Include only inside an AVX-512 target region
+// (#pragma GCC target), after the runtime CPU check has been made by the caller's dispatch.
 #pragma once
 
 #include <immintrin.h>
