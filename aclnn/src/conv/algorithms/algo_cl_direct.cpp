@@ -184,14 +184,10 @@ Fit plan(const Problem& p, bool data) {
   return f;
 }
 
-// forward: by the rules of the data gradient below, with the output channels in the lanes.
-// Ahead of grid_direct on every fp32 forward of the benchmark's geometries it applies to (Zen 4,
-// 1 thread, load ~6.5 on 2 cores, forward ms, interleaved medians of 3, grid_direct /
-// cl_direct). Strided (the data gradient of a transposed convolution): ct2d_decoder 2.96 / 2.39,
-// ct3d 4.50 / 3.30, c2d_stride2 64.0 / 48.4, c2d_first7x7 66.8 / 58.7. Unit stride (the
-// benchmark's geometries run as the data gradient of their transposed convolution): mnist2
-// 21.5 / 13.9, grouped 16.0 / 14.5, dilated 59.6 / 49.5, resnet3x3 114 / 98.8, c3d_video 345 /
-// 282.
+// forward: by the rules of the data gradient below, with the output channels in the lanes. Ahead of
+// grid_direct on every fp32 forward of the benchmark's geometries it applies to, strided (the data
+// gradient of a transposed convolution) and unit stride alike, as it computes nothing on padding
+// and builds no band (measured: bench/RESULTS.md, design cl_direct.forward).
 Fit plan_forward(const Problem& p) {
   const ConvGeometry& g = p.g;
   Fit f = plan(p, false);
@@ -205,20 +201,14 @@ Fit plan_forward(const Problem& p) {
   return f;
 }
 
-// backward_data: ahead of what ran before (grid_direct; strided: col2im_gemm) on every fp32 case
-// of the benchmark it applies to, and level with oneDNN's primitives (Zen 4, 1 thread, load
-// ~5.5, interleaved medians of 3, ms: ours before / cl_direct / oneDNN prim): mnist2 14.0 / 9.84
-// / 9.98, grouped 11.6 / 9.34 / 8.92, stride2 42.3 / 35.0 / 37.6, dilated 40.0 / 33.4 / 33.0,
-// resnet3x3 79.4 / 71.5 / 71.5, c3d_video 264 / 199 / 197. Kept off where that was not measured:
-// partial 16-channel tiles (the lanes past C_in/g are computed for nothing), a short reduction
-// (the row's transpose and stores are paid per C_out/g x taps multiply-adds), small problems,
-// and bf16 inputs where grid_direct runs its vdpbf16ps kernels. Inputs converted from another
-// dtype (fp16, USE_FP16, HF32, bf16 without the dot kernels) are converted a (sample, group) at a
-// time and still win (Zen 4, 1 thread, backward_data ms, grid_direct or col2im / cl_direct:
-// mnist2 f16 14.8 / 10.4, stride2 f16 43.1 / 35.5, resnet3x3 USE_FP16 84.8 / 68.9). On AVX2 it
-// is ahead too (Zen 3, interleaved medians of 3, GFLOP/s of data + weight gradient, grid_direct
-// before / cl_direct, 2 threads): mnist2 164 / 192, stride2 149 / 155, c3d_video 160 / 167,
-// resnet3x3 158 / 159, grouped 128 / 129 (1 thread 65.6 / 65.4); mnist2/f16 157 / 190.
+// backward_data: ahead of what ran before (grid_direct; strided: col2im_gemm) on every fp32 case of
+// the benchmark it applies to, and level with oneDNN's primitives. Kept off where that was not
+// measured: partial 16-channel tiles (the lanes past C_in/g are computed for nothing), a short
+// reduction (the row's transpose and stores are paid per C_out/g x taps multiply-adds), small
+// problems, and bf16 inputs where grid_direct runs its vdpbf16ps kernels. Inputs converted from
+// another dtype (fp16, USE_FP16, HF32, bf16 without the dot kernels) are converted a (sample,
+// group) at a time and still win, and on AVX2 it is ahead too (measured: bench/RESULTS.md, design
+// cl_direct.data).
 Fit plan_data(const Problem& p) {
   const ConvGeometry& g = p.g;
   Fit f = plan(p, true);
@@ -267,8 +257,8 @@ void run(const Problem& p, const Blocking& b, const Operands<float>& o, bool dat
   int64_t packed_total = 0;
   for (int64_t i = 0; i < P; ++i) packed_total += packed_elems(pass(p, data, i), g.groups);
   // Other dtypes: the weights converted (and rounded) once, vectorised, after the packed passes;
-  // packing through Source::value, element by element, took 5% of ct2d_decoder USE_FP16 (Zen 4,
-  // 1 thread, perf: 0.32 of 6.8 ms).
+  // packing through Source::value, element by element, cost a visible share of a converting call
+  // (measured: bench/RESULTS.md, design cl_direct.weights).
   const Source w{weights_f32(o.wsrc, g.C_out * g.cin_g() * g.k_size(), o.shared + packed_total),
                  SrcKind::kF32};
   for (int64_t i = 0, at = 0; i < P; ++i) {

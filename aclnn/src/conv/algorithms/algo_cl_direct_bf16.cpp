@@ -88,8 +88,7 @@ int64_t packed_units(const Phase& ps, int64_t groups) {
 
 // Output rows per chunk: a chunk's rows take one 16-channel block after another, so a block's
 // packed weights (resnet3x3: 32 pairs x 9 taps x 64 bytes = 18 KB) are reused from L1 across its
-// rows (Zen 4, 1 thread, backward_data min of 3 ms, rows 1 / 16 / all: resnet3x3 34.6 / 33.8 /
-// 33.9, stride2 18.2 / 17.8 / 17.8, mnist2 4.82 / 4.82 / 4.81).
+// rows (measured: bench/RESULTS.md, design cl_direct_bf16.row-chunk).
 constexpr int64_t kRowChunk = 16;
 
 // Slot floats of a chunk's tap-row lists: per row, soff and woff (int64) per tap row (kd, kh).
@@ -188,8 +187,9 @@ int64_t list_tap_rows(const Phase& ps, int64_t ud, int64_t uh, int64_t* soff, in
 
 // The tap-row lists of a chunk's output rows [r0, r1) of a phase: row r0 + j's n[j] tap rows at
 // soff / woff + j * stride (list_tap_rows), and span = the dy positions [lo, hi) they read.
-// Listed once per chunk, not per row and 16-channel block (stride2: list_tap_rows and the
-// per-row divisions were 2% of the data gradient, perf, Zen 4).
+// Listed once per chunk, not per row and 16-channel block (per row, list_tap_rows and its divisions
+// showed in the data gradient's profile; measured: bench/RESULTS.md, design
+// cl_direct_bf16.chunk-lists).
 struct ChunkLists {
   int64_t *soff, *woff, stride;
   int64_t n[kRowChunk];
@@ -277,12 +277,11 @@ void dy_pairs(const uint16_t* dy, int64_t C, int64_t S, int64_t lo, int64_t hi, 
   }
 }
 
-// The positions of dy2 converted so far by a task, one interval [lo, hi): each chunk of output
-// rows converts what its span adds just before its kernels read it, so dy2 is read back from L2
-// rather than from a sample-sized buffer converted up front (c3d_video: 6.4 MB of pairs per
-// sample; Zen 4, backward_data min of 4, ms, up front / per chunk: 1 thread 106.9 / 98.0, 2
-// threads 105.2 / 98.2; resnet3x3, stride2, mnist2 level), and a (sample, group) cut into
-// several tasks converts only each task's rows. Spans move up with the rows (and a later phase
+// The positions of dy2 converted so far by a task, one interval [lo, hi): each chunk of output rows
+// converts what its span adds just before its kernels read it, so dy2 is read back from L2 rather
+// than from a sample-sized buffer converted up front (c3d_video: 6.4 MB of pairs per sample;
+// measured: bench/RESULTS.md, design cl_direct_bf16.convert-per-chunk), and a (sample, group) cut
+// into several tasks converts only each task's rows. Spans move up with the rows (and a later phase
 // starts inside what the first converted); a span below lo is converted all the same.
 struct Converted {
   const uint16_t* dy;  // [C, S] of the (sample, group)

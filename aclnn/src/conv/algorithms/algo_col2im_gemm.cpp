@@ -4,14 +4,14 @@
 //
 //   dx[n, g, c-block] = col2im(w[g][:, c-block]^T (cb*K x Cog) * dy[n, g] (Cog x S_out))
 //
-// computed a chunk of columns at a time into the task's scratch. With our fp32 GEMM and one
-// channel block per group, w[g]^T is packed once per call into the shared scratch (packing it from
-// the transposed view per (sample, chunk) reads one cache line per element group: ~7% of a
-// stride-2 layer's time). fp32 runs read the inputs as stored (reads_sources): fp16 / bf16 /
-// rounded fp32 dy is converted a chunk of columns at a time into the task's scratch, the
-// weights once into the shared scratch (after the packed ones), so no whole-tensor fp32 copy;
-// USE_FP16 dy on the packed path is not converted at all: the GEMM rounds it to fp16 as it packs
-// it (gemm::Mat::fp16).
+// computed a chunk of columns at a time into the task's scratch. With our fp32 GEMM and one channel
+// block per group, w[g]^T is packed once per call into the shared scratch (packing it from the
+// transposed view per (sample, chunk) reads one cache line per element group; measured:
+// bench/RESULTS.md, design col2im_gemm.pack-wT). fp32 runs read the inputs as stored
+// (reads_sources): fp16 / bf16 / rounded fp32 dy is converted a chunk of columns at a time into the
+// task's scratch, the weights once into the shared scratch (after the packed ones), so no
+// whole-tensor fp32 copy; USE_FP16 dy on the packed path is not converted at all: the GEMM rounds
+// it to fp16 as it packs it (gemm::Mat::fp16).
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -59,9 +59,9 @@ std::pair<const float*, int64_t> dy_chunk(const Problem& p, const Operands<float
   return {scratch, cols};
 }
 
-// The same chunk as the packed GEMM's B operand: USE_FP16 dy read in place and rounded
-// to fp16 as the GEMM packs it, no converted chunk written and read again (Zen 4, 1 thread,
-// mnist1/usefp16 backward_data min of 5 runs: 1.578 -> 1.463 ms, fp32 1.449); else dy_chunk's.
+// The same chunk as the packed GEMM's B operand: USE_FP16 dy read in place and rounded to fp16 as
+// the GEMM packs it, no converted chunk written and read again, which brings USE_FP16 close to fp32
+// (measured: bench/RESULTS.md, design col2im_gemm.usefp16-in-place); else dy_chunk's.
 gemm::Mat packed_dy_chunk(const Problem& p, const Operands<float>& o, int64_t at, int64_t cols,
                           float* scratch) {
   if (o.ysrc.kind == SrcKind::kF32Fp16 && gemm::packs_fp16())

@@ -18,7 +18,8 @@ Fit plan(const Problem& p) {
     f.reason = "needs one input channel per group";
   } else {
     // With many output channels per group the GEMM lowerings win: MNIST's first layer (1 -> 32,
-    // 5x5, 28x28), 1 thread: 25 GFLOP/s here vs 44 with implicit_gemm + col2im_gemm.
+    // 5x5, 28x28) runs faster on implicit_gemm + col2im_gemm (measured: bench/RESULTS.md, design
+    // depthwise.many-outputs).
     f.applies = true;
     f.preferred = depthwise_preferred(p.g);
     f.reason = f.preferred ? "one input channel per group"

@@ -9,7 +9,7 @@
 // explicit im2col) only when C_in/g >= C_out/g: their per-column gather of Cog*K rows is amortised
 // over M = Cig output rows, the col2im form's over its reduction depth Cog (32 -> 64 channels
 // measured slower flipped). On the padded grid the gather is a plain copy and the flip wins even
-// for Cig < Cog (2 threads, medians of 5: mnist2 103 -> 116, c3d 137 -> 154 GFLOP/s).
+// for Cig < Cog (measured: bench/RESULTS.md, design flipped.grid).
 #include <type_traits>
 
 #include "conv/algorithms/algo_support.h"
@@ -41,7 +41,8 @@ Fit plan(const Problem& p) {
     f.reason = p.fp64 ? "fp64 keeps col2im" : "C_in/g < C_out/g: the gather costs more";
   }
   // The flipped forward's M is C_in/g: below the GEMM's 8-row tile most of each tile is empty
-  // (MNIST's first layer, 1 input channel: 11.8 ms flipped on the grid vs 1.45 for col2im).
+  // (MNIST's first layer, 1 input channel, ran several times slower flipped on the grid than on
+  // col2im; measured: bench/RESULTS.md, design flipped.one-channel).
   if (f.preferred && p.g.cin_g() < 8) {
     f.preferred = false;
     f.reason = "fewer than 8 input channels per group";

@@ -93,9 +93,9 @@ Fit plan_forward(const Problem& p) {
   const TapGrid tg = forward_grid(g);
   Fit f = applies(p, tg.waste());
   if (!f.applies) return f;
-  // A short reduction (input channels x taps) leaves each register tile little work between
-  // zeroing and storing it: MNIST's first layer (1 channel, 3x3): 1.28 ms vs 0.71 for
-  // implicit_gemm.
+  // A short reduction (input channels x taps) leaves each register tile little work between zeroing
+  // and storing it: MNIST's first layer (1 channel, 3x3) runs slower here than on implicit_gemm
+  // (measured: bench/RESULTS.md, design grid_direct.short-reduction).
   prefer_not(f, g.col_rows() < kMinReduction, "reduction (C_in/g x taps) below 32");
   f.b.rows = rows_per_task(tg, g.cout_g(), pieces_wanted(p));
   f.b.slot_elems = pass_slot_elems(tg, g.cout_g(), g.cin_g(), f.b.rows);
@@ -120,10 +120,10 @@ Fit plan_data(const Problem& p) {
   }
   Fit f = applies(p, waste);
   if (!f.applies) return f;
-  // Strided: the per-phase bands and strided stores cost more than col2im's scatter (stride2,
-  // 1 thread: 41 vs 33 ms); fewer than 8 input channels leave the 8-channel tiles part empty
-  // (first7x7's 3: 74 vs 50 ms). bf16 inputs: the dot kernels beat col2im's converted fp32 GEMM
-  // (Zen 4, stride2, min of 2 x 3 calls: 1 thread 38.8 vs 41.1 ms, 2 threads 18.9 vs 22.5).
+  // Strided: the per-phase bands and strided stores cost more than col2im's scatter; fewer than 8
+  // input channels leave the 8-channel tiles part empty (first7x7's 3). bf16 inputs: the dot
+  // kernels beat col2im's converted fp32 GEMM (measured: bench/RESULTS.md, design
+  // grid_direct.data-rules).
   prefer_not(f, data_phase_count(g) > 1 && !p.bf16, "strided: col2im is faster");
   prefer_not(f, g.cin_g() < 8, "fewer than 8 input channels per group");
   const int64_t want = ceil_div(pieces_wanted(p), data_phase_count(g));
@@ -146,12 +146,12 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<float>& o
 
 // The AVX-512 weight kernel reads fp32 x where it lies; other dtypes (fp16, USE_FP16, ...) are
 // converted a sample at a time, x [cblock, S_in], into the slot and then read the same way, dy
-// converted inside its transpose (8-bit dy staged [Cog, block positions] first) (Zen 4, 1 thread,
-// backward_weight ms, band / in place: grouped/f16 14.97 / 9.40, stride2/usefp16 63.1 / 47.3,
-// mnist2/f16 11.48 / 10.17). Taken while the slots' copies stay within the element count of the
-// largest tensor, x or dy (1 byte an element: float8), so the workspace bound holds; larger samples
-// keep the converting band. Bounded by x alone, c3d_video at 2 threads (dy twice x) kept the band:
-// backward_weight f16 112.7 ms vs fp32's 96.7 (Zen 4).
+// converted inside its transpose (8-bit dy staged [Cog, block positions] first), which beats the
+// converting band (measured: bench/RESULTS.md, design grid_direct.convert-in-place). Taken while
+// the slots' copies stay within the element count of the largest tensor, x or dy (1 byte an
+// element: float8), so the workspace bound holds; larger samples keep the converting band. Bounded
+// by x alone, c3d_video at 2 threads (dy twice x) kept the band, and its 16-bit weight gradient ran
+// slower than its fp32 one (same entry).
 bool converts_x_in_place(const Problem& p, int64_t cblock) {
   const ConvGeometry& g = p.g;
   const int64_t largest = g.N * std::max(g.C_in * g.in_size(), g.C_out * g.out_size());
@@ -168,10 +168,10 @@ int64_t converted_elems(const ConvGeometry& g, const TapGrid& tg, const Blocking
 
 // The bf16 weight gradient's slot holds, besides the block's dy, the band of every stride phase
 // twice (both parities of pairs): sized by output rows, a strided 3d grid's band is 8 blocks of
-// input (ct3d: 4.6 MB a slot, the workspace 3.4x its largest tensor at 2 threads). Fewer rows
-// keep the slots within the bytes of the largest bf16 tensor (ct3d at 2 threads: 61 rows, not
-// 141; with 30 rows, when the slot also held a staging band, backward_weight measured 1.69-1.82
-// vs 1.74-1.75 ms, min of 3 runs under load, Zen 4).
+// input (ct3d: 4.6 MB a slot, the workspace 3.4x its largest tensor at 2 threads). Fewer rows keep
+// the slots within the bytes of the largest bf16 tensor (ct3d at 2 threads: 61 rows, not 141; 30
+// rows, when the slot also held a staging band, cost no measurable time; measured:
+// bench/RESULTS.md, design grid_direct.bf16-weight-rows).
 int64_t bf16_weight_rows(const Problem& p, const Blocking& b) {
   const ConvGeometry& g = p.g;
   const TapGrid tg = weight_grid_bf16(g);
@@ -198,21 +198,20 @@ Fit plan_weight(const Problem& p) {
   Fit f = applies(p, tg.waste());
   if (!f.applies) return f;
   // AVX2: fewer than 8 input channels make narrow tiles, each dy load feeding few FMAs; with a W
-  // stride, where implicit_gemm does not apply, they still beat im2col_gemm's column copies
-  // (Zen 3, first7x7, min of 9 calls: 1 thread 99 vs 137 ms, 2 threads 107 vs 211 ms). AVX-512
-  // reads x in place with 64-channel tiles and skips the padding: ahead everywhere (Zen 4,
-  // backward_weight ms, 1 / 2 threads, grid_direct vs the GEMM lowering chosen before:
-  // first7x7 45.1 / 27.5 vs 60.8 / 30.5, bf16 27.0 / 12.0 vs 64.3 / 32.3; mnist1 1.50 / 0.71 vs
-  // 1.80 / 0.90, bf16 1.08 / 0.53 vs 1.85 / 0.94).
+  // stride, where implicit_gemm does not apply, they still beat im2col_gemm's column copies.
+  // AVX-512 reads x in place with 64-channel tiles and skips the padding: ahead of the GEMM
+  // lowerings everywhere, fp32 and bf16 (measured: bench/RESULTS.md, design
+  // grid_direct.few-channels).
   prefer_not(f, g.cin_g() < 8 && !p.avx512() && g.stride[2] == 1,
              "AVX2 and fewer than 8 input channels per group");
   // Depthwise: one channel a group makes 1-channel tiles per group; the plane kernels win (and
-  // bf16, which prefers algorithms reading it natively, must not take this over them: c2d_depthwise
-  // bf16 weight, 1 thread, ~100 ms here vs 14.8 ms).
+  // bf16, which prefers algorithms reading it natively, must not take this over them: the depthwise
+  // bf16 weight gradient runs several times slower here; measured: bench/RESULTS.md, design
+  // grid_direct.depthwise).
   prefer_not(f, depthwise_preferred(g), "depthwise: depthwise_direct's plane kernels");
   // AVX2's tiles are 32 output channels x 3 input channels: above 64 output channels the GEMM
-  // lowerings measured faster (Zen 3, 1 thread, 3 runs: c1d_audio's 128 140-176 vs 126-148 ms,
-  // stride2's 256 62-90 vs 50-65 ms; at 64, mnist2 17 vs 20 ms and c3d 294-306 vs 308-326).
+  // lowerings measured faster; at 64 grid_direct is ahead or level (measured: bench/RESULTS.md,
+  // design grid_direct.avx2-outputs).
   prefer_not(f, !p.avx512() && g.cout_g() > 64,
              "AVX2 and more than 64 output channels per group: the GEMM lowering is faster");
   // Whole groups' channels per task where they fit a few tiles (the kernel's tiles are 12 wide,
@@ -357,12 +356,12 @@ void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_
   });
 }
 
-// The next sample's x block and dy for the kernel calls to ask for while they run, where one
-// block is the whole sample and both fit kAheadMaxBytes (else `a` stays empty). The transpose of
-// dy reads Cog rows S_out apart and the kernel x's nc rows: streams the hardware prefetcher does
-// not see coming at the start of a sample. Of the benchmark's fp32 cases stride2 and mnist2
-// take it (Zen 4, 1 thread, backward_weight min ms of 3 interleaved runs under load, without /
-// with: stride2 34.5 / 33.3, mnist2 10.04 / 9.80; dy alone gave about half of that).
+// The next sample's x block and dy for the kernel calls to ask for while they run, where one block
+// is the whole sample and both fit kAheadMaxBytes (else `a` stays empty). The transpose of dy reads
+// Cog rows S_out apart and the kernel x's nc rows: streams the hardware prefetcher does not see
+// coming at the start of a sample. Of the benchmark's fp32 cases stride2 and mnist2 take it, and
+// gain (dy alone gave about half of that; measured: bench/RESULTS.md, design
+// grid_direct.ahead-next).
 bool ahead_of_next(const ConvGeometry& g, const TapGrid& tg, const Blocking& b,
                    const Operands<float>& o, int64_t n, int64_t grp, int64_t c0, int64_t nc,
                    WeightAhead& a) {

@@ -342,12 +342,13 @@ WeightAhead ahead_of(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t
   return a;
 }
 
-// Grid rows per block of the weight gradient: b.rows, or up to the band's halo (band_rows(0)
-// rows: a 3d kernel's depth reach) where the slot the plan sized holds them. A block's band is its
-// rows plus that halo, built again for every block: c3d_video's 35-row blocks (the planner's
-// 512 KB budget for dy) built 153 band rows each, 4.4 times over, band_chunk ~11% of the weight
-// gradient (perf, Zen 4). The slot is sized for the fp32 run as well (its x copy of a sample,
-// converts_x_in_place), so the bf16 run usually finds the room.
+// Grid rows per block of the weight gradient: b.rows, or up to the band's halo (band_rows(0) rows:
+// a 3d kernel's depth reach) where the slot the plan sized holds them. A block's band is its rows
+// plus that halo, built again for every block: c3d_video's 35-row blocks (the planner's 512 KB
+// budget for dy) built 153 band rows each, 4.4 times over, and band_chunk showed in the weight
+// gradient's profile (measured: bench/RESULTS.md, design grid_direct_bf16.block-rows). The slot is
+// sized for the fp32 run as well (its x copy of a sample, converts_x_in_place), so the bf16 run
+// usually finds the room.
 int64_t weight_block_rows(const ConvGeometry& g, const TapGrid& tg, const Blocking& b) {
   const int64_t want = std::min(tg.rows(), std::max(b.rows, tg.band_rows(0)));
   int64_t rows = b.rows;

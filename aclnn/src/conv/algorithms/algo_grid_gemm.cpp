@@ -13,8 +13,8 @@
 // they are copied, the weights once into the shared scratch.
 //
 // Cost rules: above ~4M multiply-adds, and only where the grid's extra columns are at most 25% of
-// the work (28 x 28 with 3 x 3: 7%, gained ~25% over the walked gather; 14 x 14 with 5 x 5: 22%,
-// still ~10%).
+// the work (28 x 28 with 3 x 3: 7%; 14 x 14 with 5 x 5: 22%; both gained over the walked gather,
+// the first more; measured: bench/RESULTS.md, design grid_gemm.extra-columns).
 #include "conv/algorithms/algo_support.h"
 #include "conv/engine/algorithms.h"
 #include "conv/kernels/im2col/im2col_panels.h"
@@ -52,7 +52,8 @@ Fit plan_forward(const Problem& p) {
   Fit f = common(p);
   if (!f.applies) return f;
   // Few GEMM rows per column (input channels x taps) cost the grid's panel copies more than the
-  // walked gather: MNIST's first layer (1 channel, 3x3): 1.05 ms vs 0.71 for implicit_gemm.
+  // walked gather: MNIST's first layer (1 channel, 3x3) runs slower here than on implicit_gemm
+  // (measured: bench/RESULTS.md, design grid_gemm.short-reduction).
   if (f.preferred && p.g.col_rows() < 32) {
     f.preferred = false;
     f.reason = "reduction (C_in/g x taps) below 32";

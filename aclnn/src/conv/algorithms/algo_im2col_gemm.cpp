@@ -37,8 +37,9 @@ Fit plan_forward(const Problem& p) {
 
 // Weight gradient with converting inputs: x[n, g, c-block] (cblock x S_in) converted once per
 // sample into the task's scratch where that takes at most kPlanesBytes, then gathered as fp32.
-// (Gathering from the source converts each element once per tap and W phase: the 7x7 stride-2
-// first layer's fp16 weight gradient took 1.19x its fp32 time that way, 2 threads, Zen 4.)
+// (Gathering from the source converts each element once per tap and W phase, which made the 7x7
+// stride-2 first layer's fp16 weight gradient markedly slower than its fp32 one; measured:
+// bench/RESULTS.md, design im2col_gemm.convert-planes.)
 constexpr int64_t kPlanesBytes = int64_t{2} << 20;
 int64_t planes_elems(const Problem& p, const Blocking& b) {
   const int64_t elems = b.cblock * p.g.in_size();

@@ -8,8 +8,8 @@
 //                    gathered 16 at a time into an L1 tile, then 16 x 16 transposes)
 //
 // Cost rules: above ~4M multiply-adds (the packing scratch pays off); the weight gradient only with
-// unit W stride, where rows are gathered with vector loads (strided: explicit chunks measured
-// faster, stride2 80 vs 68 GFLOP/s on one Zen 4 core).
+// unit W stride, where rows are gathered with vector loads (strided: explicit chunks were
+// faster; measured: bench/RESULTS.md, design implicit_gemm.strided-weight).
 #include "conv/algorithms/algo_support.h"
 #include "conv/engine/algorithms.h"
 #include "conv/kernels/im2col/im2col_panels.h"

@@ -147,9 +147,10 @@ Fit plan_weight(const Problem& p) {
   f.b.shared_elems = round16(f.b.shared_elems) + bias_sums_elems(p.g, f.b);
   if (p.converts) {  // dy [Cog, cols] and x [cblock, cols] a chunk of positions at a time
     const int64_t rows = p.g.cout_g() + f.b.cblock, S = p.g.in_size();
-    // The chunk is written by the conversion and read back by the GEMM's packing: kept within
-    // half of L2, not the 2 MB of chunk_columns, which sent it through L3 (resnet1x1 USE_FP16
-    // backward_weight, 2 threads, Zen 4: 30.9 ms vs fp32's 21.8), in chunks of nearly equal size.
+    // The chunk is written by the conversion and read back by the GEMM's packing: kept within half
+    // of L2, in chunks of nearly equal size, not the 2 MB of chunk_columns, which sent it through
+    // L3 and made the 16-bit weight gradient slower than fp32's (measured: bench/RESULTS.md, design
+    // pointwise.chunk-bytes).
     const int64_t total = std::max<int64_t>(S, 1);
     int64_t cols =
         std::clamp<int64_t>(block_budget(kConvertedChunkBytes) / (std::max<int64_t>(rows, 1) * 4),
@@ -256,7 +257,8 @@ bool packs_in_place(const Blocking& b, const Source& s) {
 
 // backward_weight with both inputs read in place (fp32, or rounded to fp16 by the packing): one
 // GEMM per sample over all S positions, as for fp32. Writing a rounded chunk and packing it again
-// cost USE_FP16 resnet1x1's weight gradient 52.8 ms vs fp32's 47.5 (Zen 4, 1 thread).
+// made USE_FP16's weight gradient slower than fp32's (measured: bench/RESULTS.md, design
+// pointwise.weight-in-place).
 void weight_in_place(const Problem& p, const Blocking& b, const Operands<float>& o) {
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.in_size();

@@ -97,8 +97,8 @@ void run_gemm(const Problem& p, const Blocking& b, const Operands<float>& o, con
         for (int64_t j = 0; j < cols; ++j) x2[c2 * cols + j] = a[j];
       }
     }
-    // One block of 8 output rows across the whole panel at a time: 8 output streams rather
-    // than m (resnet1x1's data, 256 rows, 1 thread: 18.5 vs 22.6 ms, min of 3 x 3 calls).
+    // One block of 8 output rows across the whole panel at a time: 8 output streams rather than m
+    // (measured: bench/RESULTS.md, design pointwise_bf16.row-block).
     for (int64_t o0 = 0; o0 < gm.m; o0 += kDirectOcBlock)
       direct_grid_forward_bf16(std::min(kDirectOcBlock, gm.m - o0), cols, C2, 1, kZeroOffset, x2,
                                cols, packed + grp * pk + o0 * C2,

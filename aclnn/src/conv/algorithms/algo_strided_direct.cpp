@@ -22,9 +22,10 @@
 //                    block is as many rows as keep dy_t within kBlockBytes (in_place_rows;
 //                    ct2d_decoder: its whole 16 x 16 plane, one kernel call).
 //
-// Measured against grid_direct on an AVX2-only Zen 3 (1 thread; see the commits): ct2d_decoder
-// forward 4.29 -> 3.85 ms, weight gradient 4.6 -> 4.06 ms (runs of 64 positions keep a call's dy_t
-// and x_t lines in L1; grid_direct's 128 do not); ct3d 7.4 -> 6.0 and 6.5-7.3 -> 5.9 ms.
+// Measured against grid_direct on an AVX2-only CPU (1 thread; see the commits): faster on
+// ct2d_decoder's and ct3d's forward and weight gradient (runs of 64 positions keep a call's dy_t
+// and x_t lines in L1; grid_direct's 128 do not); measured: bench/RESULTS.md, design
+// strided_direct.avx2.
 //
 // Cost rules (both primitives): fp32, a stride above 1, above ~4M multiply-adds, at least 8 input
 // and at most 64 output channels per group (grid_direct's AVX2 tile rules; the shapes measured).
@@ -50,8 +51,8 @@ using strided_direct::common;
 using strided_direct::tap_offsets;
 
 constexpr int64_t kCallPositions = 64;  // output positions per kernel call
-// ... when x is read in place (AVX-512): no x_t lines to keep in L1 (Zen 4, 1 thread, min of 5
-// under load, ms: ct2d 2.71 -> 2.63, ct3d 3.33 -> 3.17).
+// ... when x is read in place (AVX-512): no x_t lines to keep in L1 (measured: bench/RESULTS.md,
+// design strided_direct.call-positions).
 constexpr int64_t kCallPositionsInPlace = 256;
 constexpr int64_t kBlockBytes = int64_t{256} << 10;  // dy_t + x_t of one row block
 constexpr int64_t kMaxChannels = 96;                 // input channels per task
@@ -140,8 +141,8 @@ int64_t slab_tap_offset(const ConvGeometry& g, const Frame& f, int64_t od, int64
   return (plane_slot(g, od, kd) * f.Rx + kh * g.dil[1]) * g.in[2] + kw * g.dil[2] - g.pad_before[2];
 }
 Fit plan(const Problem& p) {
-  // On AVX-512 the weight kernel is direct_grid.h's AVX-512 one, and it wins there as well (Zen 4,
-  // 1 thread, median of 3: ct2d_decoder 3.04 vs grid_direct's 3.39 ms, ct3d 4.32 vs 4.90).
+  // On AVX-512 the weight kernel is direct_grid.h's AVX-512 one, and it wins there as well
+  // (measured: bench/RESULTS.md, design strided_direct.avx512-weight).
   Fit f = common(p, /*avx512_measured=*/true);
   if (!f.applies) return f;
   const ConvGeometry& g = p.g;
@@ -188,11 +189,11 @@ void convert_channels(const Source& src, int64_t cstride, int64_t channels, int6
   }
 }
 
-// dst[k * ld_dst + c] = row c of src (cnt rows of n elements, row stride ld_src) at element k,
-// for k < n, c < 16 (zero for c >= cnt). fp32 sources are read in place; others are converted
-// as they are transposed where transpose_convert runs (AVX2: no staged copy; mnist1's fp16 weight
-// gradient 2.21 -> 1.82 ms, grouped's 16-bit ones 14% faster than grid_direct's, Zen 3), else
-// converted into `stage` first.
+// dst[k * ld_dst + c] = row c of src (cnt rows of n elements, row stride ld_src) at element k, for
+// k < n, c < 16 (zero for c >= cnt). fp32 sources are read in place; others are converted as they
+// are transposed where transpose_convert runs (AVX2: no staged copy, faster 16-bit weight
+// gradients; measured: bench/RESULTS.md, design strided_direct.transpose-convert), else converted
+// into `stage` first.
 void rows_to_channels_last(const Source& src, int64_t ld_src, int64_t cnt, int64_t n, float* dst,
                            int64_t ld_dst, float* stage) {
   if (src.kind == SrcKind::kF32) {
@@ -270,8 +271,8 @@ void build_x_slab(const ConvGeometry& g, const Frame& f, const Source& x, int64_
 
 // The runs build_x_slab converts for a block, as `a`'s two sets (its first two planes, nc runs a
 // channel apart each), for the weight kernel to ask for while it computes the block before: the
-// conversions then read cache, not memory (ct3d/f16, Zen 4, 1 thread: a block's conversion 23
-// -> 10 thousand TSC cycles, of ~150 for the block). False: none, or more than kAheadMaxBytes.
+// conversions then read cache, not memory, and take less than half the time (measured:
+// bench/RESULTS.md, design strided_direct.slab-ahead). False: none, or more than kAheadMaxBytes.
 bool slab_ahead(const ConvGeometry& g, const Frame& f, const Source& x, int64_t nc, int64_t od,
                 int64_t ih0, bool follows, WeightAhead& a) {
   const int64_t eb = static_cast<int64_t>(x.elem_bytes());
@@ -328,9 +329,9 @@ int64_t block_calls(const ConvGeometry& g, int64_t o1, int64_t rows, int64_t pos
 // On the AVX2 path, the next sample's fp32 dy of a task (its Cog planes, one run) asked for over
 // the current sample's kernel calls (false: not asked for), so that its transposes find it in
 // cache. Only where each dy element takes at most kDyAheadMaxWork multiply-adds: there the pass
-// waits on dy's streams (32 channels of short rows). MNIST's first layer (1 -> 32, 3 x 3,
-// 28 x 28, batch 128, in a training step: dy from memory), Zen 3, 2 threads: 1.80 -> 1.44 ms;
-// its second (32 -> 64, 288 per element), asked for too: 5.40 -> 5.49 ms.
+// waits on dy's streams (32 channels of short rows). MNIST's first layer (1 -> 32, 3 x 3, 28 x 28,
+// batch 128, in a training step: dy from memory) gains; its second (32 -> 64, 288 per element),
+// asked for too, lost a little (measured: bench/RESULTS.md, design strided_direct.dy-ahead).
 constexpr int64_t kDyAheadMaxWork = 64;
 bool next_dy_ahead(const ConvGeometry& g, const Frame& f, int64_t nc, const float* next,
                    WeightAhead& a) {
@@ -354,11 +355,11 @@ struct InPlaceScratch {
 
 // The in-place weight gradient of one block of output rows (plane od, rows [o1, o1 + r)) of one
 // sample: dy_t is one transpose of the block's rows, contiguous in each channel and out[2] apart
-// (the kernel steps x by its own layout): fp32 dy read in place, other dtypes converted first
-// into dy_b, one run per channel (converting 28-element rows 16 channels at a time waited on
-// memory: ct3d USE_FP16, Zen 4, 1 thread, weight gradient 3.87 -> 3.71 ms, min of 5). x: read in
-// place (fp32, xoff the taps' source offsets) or from x_s (`slab`: the block's planes converted,
-// x_s's offsets per block). `ahead` (null: none): memory asked for over the block's kernel calls.
+// (the kernel steps x by its own layout): fp32 dy read in place, other dtypes converted first into
+// dy_b, one run per channel (converting 28-element rows 16 channels at a time waited on memory;
+// measured: bench/RESULTS.md, design strided_direct.dy-convert). x: read in place (fp32, xoff the
+// taps' source offsets) or from x_s (`slab`: the block's planes converted, x_s's offsets per
+// block). `ahead` (null: none): memory asked for over the block's kernel calls.
 void in_place_block(const ConvGeometry& g, const Frame& f, const Source& dy, const Source& x,
                     int64_t nc, int64_t od, int64_t o1, bool slab, const int64_t* xoff,
                     const TapBox* box, const InPlaceScratch& ws, WeightAhead* ahead) {

@@ -103,9 +103,9 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
   int64_t* off = reinterpret_cast<int64_t*>(o.shared);  // tap q -> x_p offset
   tap_offsets(g, f.Rx, f.Wx, 1, off);
   float* packed = o.shared + round16(2 * K);
-  // [ob][c][q][8], zero past Cog; fp32 weights read directly, others converted (and rounded)
-  // once, vectorised (Source::value's dtype switch per element cost 1-2% of ct2d_decoder's call,
-  // and its USE_FP16 rounding 3%: Zen 3, 1 thread, perf).
+  // [ob][c][q][8], zero past Cog; fp32 weights read directly, others converted (and rounded) once,
+  // vectorised (Source::value's dtype switch per element, and its USE_FP16 rounding, showed in the
+  // call's profile; measured: bench/RESULTS.md, design strided_direct_forward.weights).
   const float* w32 = weights_f32(o.wsrc, g.C_out * Cig * K, packed + g.groups * pk_g);
   for_tasks(g.groups, [&](int64_t grp) {
     float* pk = packed + grp * pk_g;

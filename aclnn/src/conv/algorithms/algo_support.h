@@ -110,8 +110,9 @@ int64_t gemm_weight_cblock(const Problem& p);
 void plan_weight_split(const Problem& p, int64_t elem_bytes, int64_t cblock, Blocking& b);
 // Input channels per weight-gradient task: the fewest equal blocks of at most `cap` (128 under a
 // cap of 96 are 64 + 64, not 96 + 32), and where the tasks are fewer than 4 per thread and do not
-// divide among the threads, more blocks until they do. Zen 4, grid_direct, c2d_stride2 (128
-// channels) at 2 threads: 96 + 32 left one thread idle a third of the time.
+// divide among the threads, more blocks until they do (c2d_stride2's 128 channels as 96 + 32 at 2
+// threads left one thread idle part of the time; measured: bench/RESULTS.md, design
+// algo_support.even-cblock).
 inline int64_t even_cblock(const Problem& p, int64_t cap) {
   const int64_t c = std::max<int64_t>(p.g.cin_g(), 1), groups = std::max<int64_t>(p.g.groups, 1);
   int64_t blocks = ceil_div(c, std::clamp<int64_t>(cap, 1, c));

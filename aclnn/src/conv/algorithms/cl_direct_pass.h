@@ -158,10 +158,9 @@ void run_rows(const ClPass& ps, const float* src, const RowMap& m, int64_t ldc, 
 // min e (the chunk's first row h0). The next output plane reads planes the one before converted
 // (ct3d, stride 2: one of its three), and those stay in their slots; its new planes are asked for
 // from memory while the plane before computes. Converting whole planes per task instead (a slab of
-// 3 planes of 16 x 56 x 56 for ct3d: 600 KB) redid a third of them and left the conversion
-// waiting on memory (the slab does not stay in L2). Zen 4, 1 thread, min ms of 3-5 interleaved
-// runs, before / streamed: ct3d/f16 forward 3.10 / 3.10 (384 KB ring) and 3.17 / 3.10 (384 /
-// 192 KB), c3d_video/f16 backward_data 222 / 199, USE_FP16 226 / 204.
+// 3 planes of 16 x 56 x 56 for ct3d: 600 KB) redid a third of them and left the conversion waiting
+// on memory, as the slab does not stay in L2 (measured: bench/RESULTS.md, design
+// cl_direct_pass.stream-ring).
 constexpr int64_t kRingBytes = int64_t{192} << 10;
 
 struct Stream {

@@ -34,12 +34,12 @@ bool streams(const Problem& p, bool data) {
   return p.converts && passes(p, data) == 1 && pass(p, data, 0).ax[0].out > 1;
 }
 
-// hc: as many output rows as keep the ring within kRingBytes (at least 1); then near-equal
-// chunks, and ranges of planes for twice pieces_wanted tasks per (sample, group): ct3d's 2
-// samples x 4 chunks were 8 tasks of 8 planes, and on a shared 2-core machine a thread slowed by
-// another process left the other idle at the end (Zen 4, 2 threads, forward/f16 min of 7
-// interleaved: 1.91 -> 1.85 ms with 16 tasks, USE_FP16 2.01 -> 1.86); a range's first plane
-// converts all its source planes, the later ones only the new ones.
+// hc: as many output rows as keep the ring within kRingBytes (at least 1); then near-equal chunks,
+// and ranges of planes for twice pieces_wanted tasks per (sample, group): ct3d's 2 samples x 4
+// chunks were 8 tasks of 8 planes, and on a shared 2-core machine a thread slowed by another
+// process left the other idle at the end; 16 tasks were faster (measured: bench/RESULTS.md, design
+// cl_direct_stream.tasks). A range's first plane converts all its source planes, the later ones
+// only the new ones.
 Stream stream_of(const Problem& p, bool data) {
   const ClPass ps = pass(p, data, 0);
   const Axis &D = ps.ax[0], &H = ps.ax[1];
@@ -51,7 +51,8 @@ Stream stream_of(const Problem& p, bool data) {
   const int64_t budget = block_budget(kRingBytes) / (4 * ps.C * st.Dr * st.W);
   // At least as many as keep the source rows two chunks share (hspan - s) within a third of a
   // chunk's own (s * hc): c3d_video's 64 channels take 6 output rows (8 source rows, a 344 KB
-  // ring), 3 rows converted 5 at a time were 5% slower (backward_data/f16).
+  // ring); 3 rows converted 5 at a time were slower (measured: bench/RESULTS.md, design
+  // cl_direct_stream.least-rows).
   const int64_t least =
       small_blocks() ? 1 : ceil_div(3 * std::max<int64_t>(0, hspan - st.sh), st.sh);
   st.hc = std::clamp<int64_t>(std::max((budget - hspan) / st.sh + 1, least), 1, H.out);

@@ -19,14 +19,13 @@ constexpr double kMaxGridWaste = 0.25;
 constexpr int64_t kBlockBytes = int64_t{512} << 10;  // a task's output block, about half of L2
 constexpr int64_t kWindowBytes = int64_t{24} << 10;  // forward: band window per channel chunk
 constexpr int64_t kWeightCols = 128;                 // weight gradient: positions per kernel call
-// ... when it reads x in place (AVX-512): no band lines to keep in L1, so longer calls amortise
-// the accumulators' loads and stores (Zen 4, 1 thread, min of 5 under load, ms: mnist2 10.55 ->
-// 10.27, stride2 36.7 -> 35.0, resnet3x3 69.9 -> 68.7; the band path on AVX2 lost 1-3%).
+// ... when it reads x in place (AVX-512): no band lines to keep in L1, so longer calls amortise the
+// accumulators' loads and stores; the band path (AVX2) did not gain (measured: bench/RESULTS.md,
+// design grid_direct_plan.cols-in-place).
 constexpr int64_t kWeightColsInPlace = 256;
-// ... in bf16 (pairs of positions, the band channels-last): the accumulators' loads and stores
-// from L2 amortised over twice the positions (Zen 4, 1 thread, min of 4, ms, 128 / 256:
-// stride2 19.6 / 18.7, resnet3x3 36.9 / 36.2, c3d_video 107.9 / 105.2, dilated 21.8 / 21.6).
-// Only where the register tiles are whole: mnist1's one-channel tiles lost (1.02 / 1.17).
+// ... in bf16 (pairs of positions, the band channels-last): the accumulators' loads and stores from
+// L2 amortised over twice the positions. Only where the register tiles are whole: mnist1's
+// one-channel tiles lost (measured: bench/RESULTS.md, design grid_direct_plan.cols-bf16).
 constexpr int64_t kWeightColsBf16 = 256;
 constexpr int64_t kWeightChannels = 96;  // weight gradient: most input channels per task
 

@@ -46,15 +46,15 @@ inline void channel_rules(Fit& f, const ConvGeometry& g) {
 }
 
 // The weight gradient's rules on AVX2 CPUs, which replace the two above there: measured on an
-// AVX2-only Zen 3 against the planner's former choice, the weight gradient alone at 1 and 2
-// threads (see the commit), strided_direct also wins
-//   - at unit stride on output planes of at most 32 x 32 positions, against grid_direct: 7 x 7 to
-//     32 x 32 with 16-64 channels 2-10% faster (mnist2 5%, grouped 8%; fp16 and USE_FP16, which
-//     it converts as it transposes: grouped 14%, mnist2 5%); 40 x 40 level, 56 x 56 2-13% slower
+// AVX2-only CPU against the planner's former choice, the weight gradient alone at 1 and 2 threads
+// (see the commit and bench/RESULTS.md, design strided_direct_plan.avx2-weight), strided_direct
+// also wins
+//   - at unit stride on output planes of at most 32 x 32 positions, against grid_direct, for fp32,
+//     fp16 and USE_FP16 (which it converts as it transposes); 40 x 40 level, 56 x 56 slower
 //     (resnet3x3, dilated), 3-d video level, so neither is taken;
 //   - with fewer than 8 input channels per group when at least 32 output channels fill its tiles,
-//     against grid_gemm: 10-40% faster (mnist1 28%, 3 -> 32 at 112 x 112 35%; first7x7, strided
-//     and against grid_direct, 4%); with 16 outputs, 1 -> 16 at 64 x 64 k5 was 22% slower.
+//     against grid_gemm (first7x7, strided: against grid_direct); with 16 outputs it was slower
+//     (1 -> 16 at 64 x 64, k5).
 // More than 64 output channels per group stay with the GEMM lowerings (channel_rules).
 inline void avx2_weight_rules(Fit& f, const Problem& p) {
   const ConvGeometry& g = p.g;

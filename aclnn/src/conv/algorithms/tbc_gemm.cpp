@@ -20,10 +20,10 @@ using tbc::weight_ld;
 // Output rows per forward / backward-data task: enough for an efficient GEMM (M = rows), few
 // enough for a dozen or more tasks on typical sequences.
 constexpr int64_t kRowsPerTask = 512;
-// Output channels per weight-gradient task (the GEMM's N; its M is all input channels). Every
-// task packs all of x's chunk (the GEMM's A) once per tap, so fewer, wider tasks pack it fewer
-// times: 256 rather than 128 took tbc's 1-thread weight gradient from 85.8 to 75.3 ms (Zen 3,
-// AVX2; its B panel, 128 x 256 floats, still fits L2). Threads split C_out below this.
+// Output channels per weight-gradient task (the GEMM's N; its M is all input channels). Every task
+// packs all of x's chunk (the GEMM's A) once per tap, so fewer, wider tasks pack it fewer times:
+// 256 rather than 128 was faster, and its B panel, 128 x 256 floats, still fits L2 (measured:
+// bench/RESULTS.md, design tbc_gemm.out-channels). Threads split C_out below this.
 constexpr int64_t kOutChannelsPerTask = 256;
 // Weight gradient: output rows per chunk (the GEMMs' reduction depth, one sgemm K block).
 constexpr int64_t kWeightRows = 256;
@@ -89,11 +89,12 @@ int64_t source_rows_elems(int64_t B, int64_t taps, int64_t n_in) {
 }
 
 // out[t] = init + sum_k in[t + shift(k)] . M_k for t in [0, T_out): out rows [T_out * B, n_out]
-// (ld_out), in rows [T_in * B, n_in] (ld_in), M_k a strided [n_in, n_out] matrix. `bias` (or
-// null) is the init of every row. With our packed GEMM (`pack`: slot_elems floats a slot, the
-// GEMM's scratch then the source rows), the taps are packed once into `taps_buf` first, and
-// where packs_rows_once a task packs the source rows of all its taps once (the data gradient
-// packed dy three times per task: its rows transposed into 8-row panels, 7% of tbc's time).
+// (ld_out), in rows [T_in * B, n_in] (ld_in), M_k a strided [n_in, n_out] matrix. `bias` (or null)
+// is the init of every row. With our packed GEMM (`pack`: slot_elems floats a slot, the GEMM's
+// scratch then the source rows), the taps are packed once into `taps_buf` first, and where
+// packs_rows_once a task packs the source rows of all its taps once (the data gradient packed dy
+// three times per task, its rows transposed into 8-row panels each time; measured:
+// bench/RESULTS.md, design tbc_gemm.pack-once).
 template <typename Shift, typename Tap>
 void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shift shift, Tap tap,
                        float* out, int64_t ld_out, int64_t n_out, const float* in, int64_t ld_in,

@@ -301,8 +301,8 @@ void execute(const char* api, const Plan& p, char* ws) {
 // Threads for one convolution. Below ~2^21 multiply-adds per pass the whole job takes tens of
 // microseconds, less than waking a second thread and handing it work; with several processes
 // sharing the cores (ctest -j, data-parallel jobs) such tiny jobs spent far more time spinning and
-// hopping threads than computing (measured: 14 us/call serial vs 60-550 us/call with 2 threads on
-// a loaded machine). A one-slot arena runs every task on the calling thread.
+// hopping threads than computing (measured: bench/RESULTS.md, design engine.threads). A one-slot
+// arena runs every task on the calling thread.
 //
 // Work is split for `slots` threads. With ACL_OPT_DETERMINISTIC (aclrtCtxSetSysParamOpt) the
 // split is made for the machine's hardware threads whatever the caller's thread count, so the

@@ -97,12 +97,12 @@ bool stores16(const Plan& p, int prim) {
          out->contiguous() && !(j.bias && j.bias->numel() > 0);
 }
 
-// Samples per run of a per-sample primitive whose output `v` is computed in the workspace: at
-// most kOutputChunkBytes of T per run, and no more than the output's own bytes where that still
-// leaves runs of kMinRunSamples (a 16-bit output's fp32 runs then take at most its size, keeping
-// the workspace within twice the largest tensor; ct3d's 2 samples cut into 1-sample runs lost
-// ~10% at 2 threads), at least one sample, N split into equal runs; 0 when the output is used in
-// place (or is small).
+// Samples per run of a per-sample primitive whose output `v` is computed in the workspace: at most
+// kOutputChunkBytes of T per run, and no more than the output's own bytes where that still leaves
+// runs of kMinRunSamples (a 16-bit output's fp32 runs then take at most its size, keeping the
+// workspace within twice the largest tensor; ct3d's 2 samples cut into 1-sample runs were slower at
+// 2 threads; measured: bench/RESULTS.md, design engine_plan.min-run-samples), at least one sample,
+// N split into equal runs; 0 when the output is used in place (or is small).
 constexpr int64_t kOutputChunkBytes = int64_t{8} << 20;
 constexpr int64_t kMinRunSamples = 4;
 template <typename T>

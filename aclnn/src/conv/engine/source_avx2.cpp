@@ -122,11 +122,11 @@ void with_kind(SrcKind kind, F&& f) {
   }
 }
 
-// How far ahead of the loads a long run is fetched into L1, in bytes. A plane read from memory
-// is a new stream the hardware prefetcher ramps up on only after a few misses, and the
-// conversion loop has no compute to hide them behind: with 1 KB (2 KB: level, 512 B and 4 KB:
-// 2-5% less) the depthwise USE_FP16 call ran 5.9% faster (Zen 3, 2 threads), the 16-bit calls
-// of the other bench cases level to +3%. (A prefetch never faults past the end of a run.)
+// How far ahead of the loads a long run is fetched into L1, in bytes. A plane read from memory is a
+// new stream the hardware prefetcher ramps up on only after a few misses, and the conversion loop
+// has no compute to hide them behind: 1 KB ahead made the depthwise USE_FP16 call faster and left
+// the other 16-bit calls level or faster; 2 KB was level, 512 B and 4 KB less (measured:
+// bench/RESULTS.md, design source_avx2.ahead). (A prefetch never faults past the end of a run.)
 constexpr int64_t kAhead = 1024;
 
 // Short runs are the common call (one padded-grid row of a few dozen elements a call): a tail

@@ -289,9 +289,9 @@ void channel_sum(const View5& src, T* out) {
   if ((src.dtype == ACL_FLOAT || narrow) && (d[4] == 1 || s[4] == 1)) {
     // fp32 (or fp16/bf16, converted exactly a chunk at a time by Source::convert, vectorised on
     // AVX-512 and AVX2 + F16C) with unit innermost stride: merge the spatial dims that are
-    // contiguous with it into one run, sum each run with sum_run_f32 (16 double lanes) and the
-    // runs in order (n, then outer spatial dims). (Zen 3, AVX2, c2d_grouped/f16 at 1 thread:
-    // the element-at-a-time loop below took 11% of the call.)
+    // contiguous with it into one run, sum each run with sum_run_f32 (16 double lanes) and the runs
+    // in order (n, then outer spatial dims). (The element-at-a-time loop below took a sizeable
+    // share of a converting call; measured: bench/RESULTS.md, design strided.sum-runs.)
     constexpr int64_t kSumChunk = 512;
     int64_t run = d[4], inner = 4;
     while (inner > 2 && (d[inner - 1] == 1 || s[inner - 1] == run)) run *= d[--inner];

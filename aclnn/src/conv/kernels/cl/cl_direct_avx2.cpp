@@ -8,14 +8,14 @@
 //   source column p = u + k (p < UR + KW - 1) broadcast once into a register, then its (up to
 //   2 KW) FMAs; columns in the padding are skipped.
 //
-// 16 ymm registers hold 2 UR accumulators, KW weight vectors and the broadcast column, so a tile
-// is at most (15 - KW) / 2 outputs (cl_row_kernel): mnist2's 14-wide rows with a 5-tap kernel run
-// as tiles of 4, 5 and 5, 50 FMAs per 5 + 25 weight loads and 9 broadcasts. Half 1's weights are
-// read by the FMAs rather than held, so that both halves' 2 UR chains are in flight: one half at a
-// time (7-wide tiles, weights in registers) had 7 chains, each 5 FMAs (20 cycles) deep per
-// channel, and was latency-bound (Zen 3, 1 thread, mnist2 data + weight 28.3 -> 25.7 ms). Unit
-// stride and dilation along rows only (cl_direct's plan says so on AVX2). No standard-library
-// template is instantiated inside the target region.
+// 16 ymm registers hold 2 UR accumulators, KW weight vectors and the broadcast column, so a tile is
+// at most (15 - KW) / 2 outputs (cl_row_kernel): mnist2's 14-wide rows with a 5-tap kernel run as
+// tiles of 4, 5 and 5, 50 FMAs per 5 + 25 weight loads and 9 broadcasts. Half 1's weights are read
+// by the FMAs rather than held, so that both halves' 2 UR chains are in flight: one half at a time
+// (7-wide tiles, weights in registers) had 7 chains, each 5 FMAs (20 cycles) deep per channel, and
+// was latency-bound (measured: bench/RESULTS.md, design cl_direct_avx2.two-halves). Unit stride and
+// dilation along rows only (cl_direct's plan says so on AVX2). No standard-library template is
+// instantiated inside the target region.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -23,8 +23,8 @@ namespace {
 
 // acc += w * broadcast(*x), the broadcast folded into the FMA as its memory operand ({1to16}).
 // Compilers load a value broadcast into several FMAs once into a register instead (a separate
-// vbroadcastss per source column); on Zen 4 the folded form ran mnist2's data gradient 2.5%
-// faster (1 thread, medians of 6: 13.84 vs 14.18 ms).
+// vbroadcastss per source column); the folded form issues fewer instructions and ran the data
+// gradient faster (measured: bench/RESULTS.md, design cl_direct_avx512.fold-broadcast).
 static inline void fma_bcast(__m512& acc, __m512 w, const float* x) {
   asm("vfmadd231ps %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*x));
 }

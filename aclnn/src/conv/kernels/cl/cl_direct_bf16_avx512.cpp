@@ -44,9 +44,8 @@ inline __m512 dot2_from(__m512 acc, __m512i w, const uint32_t* p) {
 //
 // KW <= 2 (stride 2's phases: 1 or 2 taps a row) broadcasts each unit from memory in its dot
 // products (dot2_from): with KW = 1 a broadcast per dot, the separate vpbroadcastd doubled the
-// instructions (stride2, Zen 4, 1 thread, backward_data min of 8-14 runs under load, ms, three
-// interleaved A/B runs: 17.54 / 16.92, 17.37 / 17.14, 17.32 / 16.87). KW = 3 keeps the broadcast
-// in a register for its three dots (dilated 16.79 vs 17.35 with the memory form, min of 10).
+// instructions. KW = 3 keeps the broadcast in a register for its three dots, which was faster there
+// than the memory form (measured: bench/RESULTS.md, design cl_direct_bf16_avx512.broadcast).
 template <int UR, int KW, int CS, int kGuard>
 inline void accumulate(__m512 (&acc)[UR], const ClRowBf16& r, int64_t plo, int64_t phi) {
   constexpr int P = UR + KW - 1;
@@ -72,9 +71,8 @@ inline void accumulate(__m512 (&acc)[UR], const ClRowBf16& r, int64_t plo, int64
           continue;
         }
         // KW >= 3: the unit broadcast once into a register for its (up to KW) dot products: level
-        // with broadcasting it from memory in each (vdpbf16ps's {1to16} operand; Zen 4, 1 thread,
-        // backward_data min of 3: resnet3x3 34.5 vs 34.9 ms, mnist2 4.83 vs 4.80, stride2
-        // 17.9 vs 17.9).
+        // with broadcasting it from memory in each (vdpbf16ps's {1to16} operand; measured:
+        // bench/RESULTS.md, design cl_direct_bf16_avx512.broadcast).
         const __m512i xb = _mm512_set1_epi32(static_cast<int>(src[at + p * CS]));
 #pragma GCC unroll 8
         for (int k = 0; k < KW; ++k) {

@@ -36,9 +36,9 @@ static inline void cl_store_rows(const __m512* v, int64_t ur, float* out, int64_
   }
 }
 
-// cl_store_rows for all 16 channels and os 1 or 2, unrolled so v stays in registers (the
-// runtime channel loop above spills v to the stack and reloads it: bf16 stride2's phases spent
-// ~8% of their tile time there, perf, Zen 4).
+// cl_store_rows for all 16 channels and os 1 or 2, unrolled so v stays in registers (the runtime
+// channel loop above spills v to the stack and reloads it, which showed in bf16 stride2's profile;
+// measured: bench/RESULTS.md, design cl_store_avx512.unrolled).
 template <int UR>
 ACLNN_AVX512_INLINE void cl_store_rows16(const __m512* v, float* out, int64_t ld_out, int64_t os) {
   if (os == 1) {

@@ -274,10 +274,10 @@ void prefetch_l2(const void* p, int64_t n, bool write) {
 }
 
 // The bytes of a plane's start asked for ahead (prefetch_bytes) where the whole planes are not:
-// a stream the hardware prefetcher has not seen yet, fetched while other work runs (Zen 3, 2
-// threads: this sample's x before its data gradient and the next sample's dy before the weight
-// sums gave USE_FP16 +3%, fp32 +1%; 2 or 4 KB level to -3%; the whole planes ahead evicted the
-// current ones, see FusedPass::ahead).
+// a stream the hardware prefetcher has not seen yet, fetched while other work runs: this sample's
+// x before its data gradient and the next sample's dy before the weight sums (measured:
+// bench/RESULTS.md, design depthwise.head-bytes). The whole planes ahead evicted the current ones
+// (see FusedPass::ahead).
 constexpr int64_t kHeadBytes = 1024;
 
 }  // namespace
@@ -305,8 +305,9 @@ struct FusedPass {
   // The next sample's planes lie C_in (C_out) planes further: each a short stream the hardware
   // prefetcher would only catch up with midway, so fetch them while this one runs. Only where
   // prefetcht1 stops at L2: on Zen 3 it fills L1 too (AMD: Zen 4 is the first to keep T1 in L2),
-  // and the next sample's 25 KB evicted this one's planes: fp32 33.4 -> 36.5 GFLOP/s without it,
-  // USE_FP16 30.2 -> 31.5 (Zen 3, 2 threads). AVX-512 (Zen 4 on; gemm::isa()) stands for that.
+  // and the next sample's 25 KB evicted this one's planes, so it ran faster without (measured:
+  // bench/RESULTS.md, design depthwise.next-sample). AVX-512 (Zen 4 on; gemm::isa()) stands for
+  // that.
   bool ahead = false;
   void prefetch(int64_t n, int64_t c) const {
     const int64_t xn = (n * g.C_in + c) * S_in, dyn = (n * g.C_out + c * m) * S_out;
@@ -366,7 +367,8 @@ struct FusedPass {
   // dx[n, c], the m planes' weight sums into total [m, K] and their bias sums into bias [m]:
   // db[o] = sum_n sum_p dy[n, o, p] of the values as stored (not rounded). A converted dy is
   // summed in the pass that converts it; fp32 read in place after the kernels, when it is in
-  // L1/L2 (summed first, its stream from memory stalled the call: 5% slower, Zen 3).
+  // L1/L2 (summed first, its stream from memory stalled the call; measured: bench/RESULTS.md,
+  // design depthwise.bias-sums).
   void sample(int64_t n, int64_t c, double* total, double* bias) const {
     const int64_t dy_at = (n * g.C_out + c * m) * S_out;
     const bool sum_first = b.db && !dy.f32;

@@ -37,9 +37,10 @@ struct Correlation {
   int64_t out[3], in[3], k[3], off[3], step[3];
 };
 
-// Vector v of NV of a shifted row: the first and last through their mask (all-ones where they
-// are full: no branch), the ones between with plain loads where kInnerFull says every tap reads
-// them whole (a branch per load on `full` made the loop branch-bound: Zen 3, perf).
+// Vector v of NV of a shifted row: the first and last through their mask (all-ones where they are
+// full: no branch), the ones between with plain loads where kInnerFull says every tap reads them
+// whole (a branch per load on `full` made the loop branch-bound; measured: bench/RESULTS.md, design
+// depthwise_avx2.inner-full).
 template <int NV, bool kInnerFull>
 inline __m256 load_v(const Lanes* lanes, int v, const float* p) {
   if (v == 0 || v == NV - 1) return _mm256_maskload_ps(p, lanes[v].mask);
@@ -54,9 +55,10 @@ bool inner_full(const Lanes (*lanes)[kMaxVectors], int64_t taps, int64_t nv) {
   return true;
 }
 
-// What a finished output row is stored as: fp32, or rounded to fp16 or bf16 (to nearest even,
-// bit for bit narrow16's) for a 16-bit dx written straight into its tensor, which spares the
-// fp32 plane in the slot and the separate narrowing pass over it (4% of an fp16 depthwise call).
+// What a finished output row is stored as: fp32, or rounded to fp16 or bf16 (to nearest even, bit
+// for bit narrow16's) for a 16-bit dx written straight into its tensor, which spares the fp32 plane
+// in the slot and the separate narrowing pass over it (measured: bench/RESULTS.md, design
+// depthwise_avx2.narrow-store).
 enum class OutKind { kF32, kF16, kBF16 };
 
 // Output row [at, at + cols) of `out` (an OutKind plane) = the NV vectors of acc, lanes past
@@ -89,9 +91,9 @@ inline void store_row(void* out, int64_t at, int64_t cols, const __m256 (&acc)[N
 // Each output row (NV vectors) summed in registers over the m input planes and every tap, then
 // stored once. A function of its own for each instantiation: inlined into correlate_plane's
 // dispatch, the bf16 rows kept an accumulator on the stack and each of its FMAs waited on a store
-// to it (perf annotate). Apart: bf16 dx +8-9%, fp16 +3-4%, fp32 level to -1.5% (c2d_depthwise,
-// Zen 3, 1 and 2 threads; applying it to the 16-bit kinds alone or to correlate_nv moved the
-// other instantiations' code and cost every kind 1-9%).
+// to it (perf annotate). Apart, the 16-bit kinds run faster and fp32 about level; applying it to
+// the 16-bit kinds alone or to correlate_nv moved the other instantiations' code and cost every
+// kind (measured: bench/RESULTS.md, design depthwise_avx2.noinline-rows).
 template <OutKind kOut, int NV, bool kInnerFull>
 [[gnu::noinline]] void correlate_rows(const Correlation& c, void* out, const float* in,
                                       int64_t in_stride, const float* w, int64_t m,

@@ -117,7 +117,8 @@ struct WeightAhead {
 
   // Asks for the next per_tile cache lines (each line of a run once), on from where the previous
   // ask stopped; nothing once both sets are asked for. The run's bounds are worked out once per
-  // ask, not per line (per line they cost 2% of stride2's time, perf).
+  // ask, not per line (per line they showed in the profile; measured: bench/RESULTS.md, design
+  // direct_grid.ask-bounds).
   void ask() {
     for (int64_t k = per_tile; k > 0 && set < 2;) {
       const uintptr_t start = reinterpret_cast<uintptr_t>(at[set] + run * stride[set]);
@@ -135,11 +136,11 @@ struct WeightAhead {
     }
   }
 };
-// The bounds of an ask-ahead, fp32 and bf16 alike: at most kAheadMaxBytes asked for (L2 also
-// holds the accumulators and the current block), and at least kAheadMinWorkPerLine vector FMAs
-// or dots computed meanwhile per line asked for (mnist1's one-channel tiles have too few to hide
-// the asks: bf16 1.03 -> 1.39 ms with, fp32 1.43 -> 1.58; c1d_audio's 1.5 MB samples are too
-// large: bf16 46.3 -> 52.6 ms with; Zen 4, 1 thread, backward_weight).
+// The bounds of an ask-ahead, fp32 and bf16 alike: at most kAheadMaxBytes asked for (L2 also holds
+// the accumulators and the current block), and at least kAheadMinWorkPerLine vector FMAs or dots
+// computed meanwhile per line asked for (mnist1's one-channel tiles have too few to hide the asks,
+// and c1d_audio's 1.5 MB samples are too large: both ran slower with them; measured:
+// bench/RESULTS.md, design direct_grid.ahead-bounds).
 inline constexpr int64_t kAheadMaxBytes = int64_t{640} << 10;
 inline constexpr int64_t kAheadMinWorkPerLine = 128;
 // Cache lines a's runs cover (at most, whatever their alignment).

@@ -1,7 +1,8 @@
 // The AVX2 + FMA form of a stride-2 row split into its two phase planes (tap_grid.cpp's bands of
 // strided convolutions; the AVX-512 form is direct_split2_avx512). Without it an AVX2-only CPU
-// copied each phase element by element: 35% of a stride-2 3d transposed convolution's gradients
-// (ct3d, 1 thread, Zen 3) went to that copy. Reached only after the runtime CPU check.
+// copied each phase element by element, a large share of a stride-2 3d transposed convolution's
+// gradients (measured: bench/RESULTS.md, design phase_split_avx2.copy). Reached only after the
+// runtime CPU check.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -336,9 +336,9 @@ inline void unit_row(const T* src, int64_t at, int64_t w0, int64_t w1, int64_t l
   for (int64_t k = w1; k < Wp; ++k) d[k] = T(0);
 }
 
-// unit_row for a converting source (fp16, bf16, rounded fp32): the row's elements converted in
-// one call, without band_row's per-row phase arithmetic (Zen 3, AVX2, c2d_grouped/f16 at 1
-// thread: band_row took 10% of the call around conversions of 28-element rows).
+// unit_row for a converting source (fp16, bf16, rounded fp32): the row's elements converted in one
+// call, without band_row's per-row phase arithmetic, which showed in a 16-bit call's profile around
+// conversions of 28-element rows (measured: bench/RESULTS.md, design tap_grid.unit-row-convert).
 inline void unit_row_convert(const Source& src, int64_t at, int64_t w0, int64_t w1, int64_t lo2,
                              int64_t Wp, float* d) {
   if (at < 0) w0 = w1 = 0;
@@ -399,8 +399,8 @@ void build_band_row(const TapGrid& tg, const uint16_t* src, int64_t src_cstride,
 }
 
 // Channel by channel, each channel's rows in order: the source is read as a few sequential streams
-// the hardware prefetcher follows (row-major over all channels it missed the cache on most rows:
-// mnist2's data gradient spent 10% of its time there).
+// the hardware prefetcher follows (row-major over all channels it missed the cache on most rows;
+// measured: bench/RESULTS.md, design tap_grid.channel-order).
 void build_band(const TapGrid& tg, const Source& src, int64_t src_cstride, int64_t channels,
                 int64_t r0, int64_t rows, int64_t plane, float* band) {
   const int64_t count = tg.band_rows(rows), cstride = tg.phases() * plane;

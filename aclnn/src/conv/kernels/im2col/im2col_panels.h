@@ -1,8 +1,8 @@
-// Implicit im2col: the column matrix of a convolution (im2col.h's layout: row r = c*K + tap,
-// column j = output position) handed to the packed GEMM panel by panel, gathered straight from
-// the input into the packed format, so the column matrix is never stored. For a forward conv
-// that saves writing the im2col chunk and reading it back to pack it (about a third of the time
-// of a 3x3 layer's forward GEMM, measured on the benchmark cases).
+// Implicit im2col: the column matrix of a convolution (im2col.h's layout: row r = c*K + tap, column
+// j = output position) handed to the packed GEMM panel by panel, gathered straight from the input
+// into the packed format, so the column matrix is never stored. For a forward conv that saves
+// writing the im2col chunk and reading it back to pack it (measured: bench/RESULTS.md, design
+// im2col_panels.implicit).
 #pragma once
 
 #include <cstdint>

@@ -41,8 +41,8 @@ struct Row : RowCursor {
   // masked-off lanes never fault) or, for strided convs, element by element. Stores are whole
   // vectors, so dst needs kGatherSlack floats of room past `count` (they receive zeros): runs go
   // left to right, so a store spilling past its run is overwritten by the next one. Masked stores
-  // measured ~2x slower here on Zen 4 (the line is read back right away, and a masked store does
-  // not forward to that load).
+  // measured slower here (the line is read back right away, and a masked store does not forward to
+  // that load; measured: bench/RESULTS.md, design im2col_panels_avx512.whole-stores).
   void gather(Pos at, int64_t count, float* dst) const {
     const int64_t offd = kd * g.dil[0] - g.pad_before[0];
     const int64_t offh = kh * g.dil[1] - g.pad_before[1];
@@ -73,10 +73,10 @@ struct Row : RowCursor {
 }  // namespace
 
 void Im2colPanels::pack_avx512(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const {
-  // Each row is gathered once over all n columns into a line buffer, then dealt out to the
-  // panels 48 columns at a time: one walk per row instead of one per (row, panel), so the walk's
-  // per-call and per-run overhead is paid once per output row segment (measured: the gather was
-  // ~25% of a grouped conv's time walked per panel).
+  // Each row is gathered once over all n columns into a line buffer, then dealt out to the panels
+  // 48 columns at a time: one walk per row instead of one per (row, panel), so the walk's per-call
+  // and per-run overhead is paid once per output row segment (measured: bench/RESULTS.md, design
+  // im2col_panels_avx512.line-buffer).
   if (n > kMaxPanels * kNR) throw std::logic_error("Im2colPanels: block wider than the line");
   alignas(64) float line[kMaxPanels * kNR + kGatherSlack];
   const int64_t panels = (n + kNR - 1) / kNR;

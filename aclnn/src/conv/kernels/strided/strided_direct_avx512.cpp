@@ -16,9 +16,9 @@
 namespace aclnn_cpu::conv {
 
 // Per input channel c, dwt's [K][m16] slice (rows q, nc * m16 apart) is a K x Cog matrix whose
-// transpose is dw's Cog rows at column c * K: 16 x 16 blocks transposed in registers, loads
-// masked past Cog and K, stores masked past K (the scalar scatter it replaces read dwt a column
-// at a time, ~2% of ct2d_decoder's weight gradient).
+// transpose is dw's Cog rows at column c * K: 16 x 16 blocks transposed in registers, loads masked
+// past Cog and K, stores masked past K (the scalar scatter it replaces read dwt a column at a time;
+// measured: bench/RESULTS.md, design strided_direct_avx512.transpose).
 void weight_acc_to_dw_avx512(const float* dwt, int64_t K, int64_t nc, int64_t m16, int64_t Cog,
                              float* dw, int64_t ld) {
   const int64_t rs = nc * m16;  // dwt's row (tap) stride
