@@ -83,9 +83,9 @@ template <typename F>
 // Each kernel below is a template forced inline, plus a plain float overload of the same name
 // compiled for AVX-512, AVX2 and baseline x86-64 (simd_variants.h) that instantiates it, so each
 // variant compiles the loop for its own target: their double sums run 4 or 8 lanes a vector instead
-// of SSE2's 2, the same lanes in the same order (batch 128 training step, Zen 3: +1.5-2%). Callers
-// name no type: overload resolution prefers the plain function for float and takes the template
-// for every other type.
+// of SSE2's 2, the same lanes in the same order, which made a training step faster (measured:
+// bench/RESULTS.md, design batch_norm.simd-variants). Callers name no type: overload resolution
+// prefers the plain function for float and takes the template for every other type.
 
 // Batch mean and biased variance of channel c (two passes: mean, then squared deviations).
 template <typename T>

@@ -1,5 +1,5 @@
-// libaclnn's 8-bit float conversions (aclnn/src/conv/float8.h, compiled in from the library's
-// sources) against the test support's independent definitions (support/float_formats.cpp:
+// libaclnn's 8-bit float conversions (aclnn/src/conv/engine/float8.h, compiled in from the
+// library's sources) against the test support's independent definitions (support/float_formats.cpp:
 // field-by-field decoders, encoders that search the 256 decoded codes for the nearest) and
 // against values worked out by hand from the format definitions:
 //   FLOAT8_E4M3FN (OCP FP8): S.EEEE.MMM, bias 7, subnormals M * 2^-9, NaN S.1111.111, max 448;
@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "conv/float8.h"
+#include "conv/engine/float8.h"
 #include "support/acl_test_util.h"
 
 namespace {

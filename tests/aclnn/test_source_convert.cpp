@@ -1,6 +1,6 @@
-// libaclnn's input conversion (aclnn/src/conv/source.h, compiled into this test: it is not part of
-// the C API). Source::convert turns stored elements into the fp32 the kernels compute with, and
-// rounds them as cubeMathType asks (USE_FP16, HF32); it has an AVX-512, an AVX2 + F16C and a
+// libaclnn's input conversion (aclnn/src/conv/engine/source.h, compiled into this test: it is not
+// part of the C API). Source::convert turns stored elements into the fp32 the kernels compute with,
+// and rounds them as cubeMathType asks (USE_FP16, HF32); it has an AVX-512, an AVX2 + F16C and a
 // scalar form, and converts strided runs a chunk at a time. Every form must give, bit for bit,
 // the value of the test support's own format definitions (acl_test_util.h), for every 16-bit
 // pattern and 8-bit code, fp32 specials, subnormals and ties, at every tail length and stride,
@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "support/acl_test_util.h"
-#include "conv/source.h"
+#include "conv/engine/source.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
-// tap_box (aclnn/src/conv/tap_grid.h, compiled into this test): the output positions where a
-// weight tap reads inside the input. The weight kernels skip every product outside a tap's box,
-// so a box one position too small drops real products and one too large only wastes time; the
+// tap_box (aclnn/src/conv/kernels/grid/tap_grid.h, compiled into this test): the output positions
+// where a weight tap reads inside the input. The weight kernels skip every product outside a tap's
+// box, so a box one position too small drops real products and one too large only wastes time; the
 // convolution sweeps catch the first, only an exact check catches the second. Hand-computed
 // cases, then every tap of random 3-d geometries against a direct membership test.
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "conv/tap_grid.h"
+#include "conv/kernels/grid/tap_grid.h"
 
 namespace {
 

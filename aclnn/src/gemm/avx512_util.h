@@ -1,6 +1,6 @@
-// Small AVX-512 helpers shared by the packing routines (gemm/, conv/im2col_panels_avx512.cpp).
-// Include only inside an AVX-512 target region (#pragma GCC target), after the runtime CPU check
-// has been made by the caller's dispatch.
+// Small AVX-512 helpers shared by the packing routines (gemm/,
+// conv/kernels/im2col/im2col_panels_avx512.cpp). Include only inside an AVX-512 target region
+// (#pragma GCC target), after the runtime CPU check has been made by the caller's dispatch.
 #pragma once
 
 #include <immintrin.h>
@@ -29,10 +29,10 @@ static inline __mmask16 first_lanes(int64_t n) {
 #define ACLNN_AVX512_INLINE __attribute__((always_inline)) static inline
 #endif
 
-// In-register transpose of 16 x 16: r[i] holds row i on entry and column i on exit. Every loop
-// is unrolled: GCC 12 at -O2 left them rolled where it did not inline this, its arrays on the
-// stack (a transpose and 16 masked stores took 208 cycles, unrolled 71; Zen 4, 1 thread, a loop
-// of them), which the channel-lane row kernels paid once per tile.
+// In-register transpose of 16 x 16: r[i] holds row i on entry and column i on exit. Every loop is
+// unrolled: GCC 12 at -O2 left them rolled where it did not inline this, its arrays on the stack,
+// at about three times the cycles (measured: bench/RESULTS.md, design avx512_util.transpose16),
+// which the channel-lane row kernels paid once per tile.
 ACLNN_AVX512_INLINE void transpose16(__m512 r[16]) {
   __m512 t[16];
 #pragma GCC unroll 8

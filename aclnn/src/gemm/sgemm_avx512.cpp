@@ -109,10 +109,11 @@ void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* 
 template <bool R>
 void pack_b_as(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
   if (B.cs == 1) {
-    // Rows of B are contiguous: walk each row of the block once, left to right, dealing its 48-
-    // column pieces out to the panels (one sequential stream per row; panel-by-panel order would
-    // read 256 rows x 192 bytes at a time, defeating the hardware prefetcher: measured 29% of a
-    // 64 x 3136 x 576 GEMM's time in packing, vs ~10% this way).
+    // Rows of B are contiguous: walk each row of the block once, left to right, dealing its
+    // 48-column pieces out to the panels (one sequential stream per row; panel-by-panel order would
+    // read 256 rows x 192 bytes at a time, defeating the hardware prefetcher: packing then took a
+    // far larger share of the GEMM's time; measured: bench/RESULTS.md, design
+    // sgemm_avx512.pack-b-rows).
     const int64_t panels = (n + kNR - 1) / kNR;
     for (int64_t k = 0; k < kc; ++k) {
       const float* s = B.p + (k0 + k) * B.rs + j0;

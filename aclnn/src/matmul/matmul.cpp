@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "aclnnop/aclnn_matmul.h"
-#include "conv/checks.h"
-#include "conv/overlap.h"
+#include "conv/api/checks.h"
+#include "conv/api/overlap.h"
 #include "error.h"
 #include "matmul/matmul_job.h"
 

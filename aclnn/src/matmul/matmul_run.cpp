@@ -10,9 +10,9 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
-#include "conv/algo_support.h"
-#include "conv/algorithm.h"
-#include "conv/half.h"
+#include "conv/algorithms/algo_support.h"
+#include "conv/engine/algorithm.h"
+#include "conv/engine/half.h"
 #include "cpu/cpu.h"
 #include "error.h"
 #include "matmul/matmul_job.h"

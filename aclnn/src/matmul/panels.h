@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "conv/source.h"
+#include "conv/engine/source.h"
 #include "gemm/sgemm.h"
 
 namespace aclnn_cpu::matmul {

@@ -1,0 +1,345 @@
+#include "conv/algorithms/tbc_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "conv/engine/strided.h"
+#include "conv/algorithms/tbc_rows.h"
+#include "gemm/sgemm.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+using tbc::eff;
+using tbc::parallel;
+using tbc::row_ld;
+using tbc::slot_of;
+using tbc::weight_ld;
+
+// Output rows per forward / backward-data task: enough for an efficient GEMM (M = rows), few
+// enough for a dozen or more tasks on typical sequences.
+constexpr int64_t kRowsPerTask = 512;
+// Output channels per weight-gradient task (the GEMM's N; its M is all input channels). Every task
+// packs all of x's chunk (the GEMM's A) once per tap, so fewer, wider tasks pack it fewer times:
+// 256 rather than 128 was faster, and its B panel, 128 x 256 floats, still fits L2 (measured:
+// bench/RESULTS.md, design tbc_gemm.out-channels). Threads split C_out below this.
+constexpr int64_t kOutChannelsPerTask = 256;
+// Weight gradient: output rows per chunk (the GEMMs' reduction depth, one sgemm K block).
+constexpr int64_t kWeightRows = 256;
+
+float* rows_of(const View5& v) {
+  return reinterpret_cast<float*>(v.origin());
+}
+
+// The weight taps packed once per call in the sgemm's B panel format, so that no task re-packs
+// them per tap (the data gradient's W_k^T was packed through transposes every time):
+// panels[k][p][c][48] = M_k(c, 48 p + j), zero past n_out.
+class PackedTaps final : public gemm::BPanels {
+ public:
+  PackedTaps(const float* base, int64_t n_in, int64_t n_out)
+      : base_(base), n_in_(n_in), panels_(tbc::ceil_div64(n_out, gemm::kPanelCols)) {}
+  static int64_t floats(int64_t taps, int64_t n_in, int64_t n_out) {
+    return taps * n_in * tbc::ceil_div64(n_out, gemm::kPanelCols) * gemm::kPanelCols;
+  }
+  const float* tap(int64_t k) const { return base_ + k * n_in_ * panels_ * gemm::kPanelCols; }
+  void select(int64_t k) { at_ = tap(k); }
+  void pack(int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) const override {
+    const int64_t p0 = j0 / gemm::kPanelCols, np = tbc::ceil_div64(n, gemm::kPanelCols);
+    for (int64_t p = 0; p < np; ++p)
+      std::memcpy(Bp + p * kc * gemm::kPanelCols, at_ + ((p0 + p) * n_in_ + k0) * gemm::kPanelCols,
+                  static_cast<size_t>(kc * gemm::kPanelCols) * sizeof(float));
+  }
+
+ private:
+  const float* base_;
+  int64_t n_in_, panels_;
+  const float* at_ = nullptr;
+};
+
+// Writes tap k of `taps` (M_k a strided [n_in, n_out] matrix) into PackedTaps' format.
+template <typename Tap>
+void pack_taps(int64_t taps, Tap tap, int64_t n_in, int64_t n_out, float* dst) {
+  const int64_t panels = tbc::ceil_div64(n_out, gemm::kPanelCols);
+  parallel(taps * panels, [&](int64_t t) {
+    const int64_t k = t / panels, p = t % panels;
+    const gemm::Mat m = tap(k);
+    float* d = dst + (k * panels + p) * n_in * gemm::kPanelCols;
+    for (int64_t c = 0; c < n_in; ++c)
+      for (int64_t j = 0; j < gemm::kPanelCols; ++j) {
+        const int64_t col = p * gemm::kPanelCols + j;
+        d[c * gemm::kPanelCols + j] = col < n_out ? m.p[c * m.rs + col * m.cs] : 0.0f;
+      }
+  });
+}
+
+// Time steps of one forward / backward-data task.
+int64_t task_steps(int64_t B) {
+  return std::max<int64_t>(1, kRowsPerTask / B);
+}
+
+// Whether a task packs its source rows once for all taps (sgemm_packed_rows): each tap's rows
+// are the same matrix shifted by whole time steps, i.e. whole 8-row panels when B is a multiple
+// of 8. Floats per slot of that packing for `taps` taps over n_in source channels.
+bool packs_rows_once(int64_t B) {
+  return B % 8 == 0;
+}
+int64_t source_rows_elems(int64_t B, int64_t taps, int64_t n_in) {
+  return packs_rows_once(B) ? gemm::packed_a_elems((task_steps(B) + taps - 1) * B, n_in) : 0;
+}
+
+// out[t] = init + sum_k in[t + shift(k)] . M_k for t in [0, T_out): out rows [T_out * B, n_out]
+// (ld_out), in rows [T_in * B, n_in] (ld_in), M_k a strided [n_in, n_out] matrix. `bias` (or null)
+// is the init of every row. With our packed GEMM (`pack`: slot_elems floats a slot, the GEMM's
+// scratch then the source rows), the taps are packed once into `taps_buf` first, and where
+// packs_rows_once a task packs the source rows of all its taps once (the data gradient packed dy
+// three times per task, its rows transposed into 8-row panels each time; measured:
+// bench/RESULTS.md, design tbc_gemm.pack-once).
+template <typename Shift, typename Tap>
+void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shift shift, Tap tap,
+                       float* out, int64_t ld_out, int64_t n_out, const float* in, int64_t ld_in,
+                       int64_t n_in, const View5* bias, int slots, int64_t slot_elems, float* pack,
+                       float* taps_buf) {
+  if (pack) pack_taps(taps, tap, n_in, n_out, taps_buf);
+  int64_t s_lo = shift(0), s_hi = shift(0);  // the taps' extreme shifts
+  for (int64_t k = 1; k < taps; ++k)
+    s_lo = std::min(s_lo, shift(k)), s_hi = std::max(s_hi, shift(k));
+  const int64_t steps = task_steps(B);
+  parallel((T_out + steps - 1) / steps, [&](int64_t task) {
+    float* pk = pack ? pack + slot_of(slots) * slot_elems : nullptr;
+    float* rows_p = pk && packs_rows_once(B) ? pk + gemm::pack_elems() : nullptr;
+    const int64_t t0 = task * steps, t1 = std::min(T_out, t0 + steps);
+    for (int64_t r = t0 * B; r < t1 * B; ++r) {
+      float* row = out + r * ld_out;
+      if (bias) {
+        const char* b = bias->origin();
+        for (int64_t o = 0; o < n_out; ++o)
+          row[o] = *reinterpret_cast<const float*>(b + o * bias->strides[1] * sizeof(float));
+      } else {
+        std::fill(row, row + n_out, 0.0f);
+      }
+    }
+    // rows_p: source time steps [u0, u1), every tap's rows of this task, packed once.
+    const int64_t u0 = std::max<int64_t>(0, t0 + s_lo), u1 = std::min(T_in, t1 + s_hi);
+    if (rows_p && u0 < u1)
+      gemm::pack_a_once((u1 - u0) * B, n_in, gemm::Mat{in + u0 * B * ld_in, ld_in, 1}, rows_p);
+    PackedTaps packed(taps_buf, n_in, n_out);
+    for (int64_t k = 0; k < taps; ++k) {
+      const int64_t s = shift(k);  // in-time = out-time + s, valid while in [0, T_in)
+      const int64_t a = std::max(t0, -s), b = std::min(t1, T_in - s);
+      if (a >= b) continue;
+      const gemm::Mat rows{in + (a + s) * B * ld_in, ld_in, 1};
+      if (!pk) {
+        gemm::sgemm((b - a) * B, n_out, n_in, rows, tap(k), true, out + a * B * ld_out, ld_out,
+                    nullptr);
+        continue;
+      }
+      packed.select(k);
+      if (rows_p) {
+        gemm::sgemm_packed_rows((b - a) * B, n_out, n_in, rows_p, (u1 - u0) * B, (a + s - u0) * B,
+                                &packed, true, out + a * B * ld_out, ld_out, pk);
+        continue;
+      }
+      gemm::sgemm_packed((b - a) * B, n_out, n_in, nullptr, &rows, nullptr, &packed, true,
+                         out + a * B * ld_out, ld_out, pk);
+    }
+  });
+}
+
+}  // namespace
+
+namespace {
+
+// Stride 1, dilation 1, one group, D and H trivial: one position that reads input position 0 (a
+// leading pad would put it in the padding, where the output gets nothing; found by the C-API
+// fuzzer).
+bool geometry_ok(const ConvJob& j) {
+  const ConvGeometry& g = j.g;
+  if (j.use_double || g.groups != 1 || g.N <= 0 || g.C_in <= 0 || g.C_out <= 0) return false;
+  for (int d = 0; d < 2; ++d)
+    if (g.in[d] != 1 || g.out[d] != 1 || g.k[d] != 1 || g.pad_before[d] != 0) return false;
+  return g.stride[2] == 1 && g.dil[2] == 1 && (j.out_y || j.out_x || j.out_w);
+}
+
+// Every activation involved is time-major, every weight has C_out contiguous.
+bool views_ok(const ConvJob& j) {
+  auto act_ok = [](const std::optional<View5>& v) { return !v || tbc::time_major(*v); };
+  auto w_ok = [](const std::optional<View5>& v) { return !v || tbc::weight_ok(*v); };
+  const bool need_x = j.out_y || j.out_w, need_y = j.out_x || j.out_w, need_w = j.out_y || j.out_x;
+  if ((need_x && !j.x) || (need_y && !j.y) || (need_w && !j.w)) return false;
+  return act_ok(need_x ? j.x : std::nullopt) && act_ok(need_y ? j.y : std::nullopt) &&
+         w_ok(need_w ? j.w : std::nullopt) && act_ok(j.out_y) && act_ok(j.out_x) && w_ok(j.out_w);
+}
+
+// Whether every tensor the job reads or writes (bias included) has a dtype in `ok`.
+template <typename Ok>
+bool dtypes_are(const ConvJob& j, Ok ok) {
+  for (const auto* v : {&j.x, &j.w, &j.y, &j.bias, &j.out_y, &j.out_x, &j.out_w})
+    if (*v && !ok((*v)->dtype)) return false;
+  return true;
+}
+
+bool float_kind(aclDataType d) {
+  return d == ACL_FLOAT || d == ACL_FLOAT16 || d == ACL_BF16;
+}
+
+// dW_k[:, o-block] = sum_r X[r + (k - pad) B]^T . dY[r][o-block]: one task per output-channel
+// block runs every tap, a chunk of kWeightRows output rows at a time, so the taps' GEMMs find the
+// chunk's x and dy rows in cache instead of streaming all of x from memory once per tap; each
+// tap's GEMM covers the chunk's rows whose source row exists. With `bias_out`, the task also sums
+// its dy rows into the bias gradient (in row order, as channel_sum does) just before the GEMMs
+// read them, so dy comes from memory once, not once more for a separate sum.
+void weight_gradient(const ConvJob& j, int slots, int64_t slot_elems, float* pack,
+                     float* bias_out) {
+  const ConvGeometry& g = j.g;
+  const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2];
+  const int64_t rows_in = g.in[2] * B, rows_out = g.out[2] * B;
+  const View5& dw = *j.out_w;
+  float* dwp = rows_of(dw);
+  const float* x = rows_of(*j.x);
+  const float* dy = rows_of(*j.y);
+  const int64_t ldx = row_ld(*j.x), ldy = row_ld(*j.y), ldw = weight_ld(dw), s_k = eff(dw, 4, 0);
+  const int64_t ob = tbc::weight_block(g.C_out, slots, kOutChannelsPerTask);
+  parallel(tbc::ceil_div64(g.C_out, ob), [&](int64_t task) {
+    float* pk = pack ? pack + slot_of(slots) * slot_elems : nullptr;
+    const int64_t o0 = task * ob, no = std::min(g.C_out, o0 + ob) - o0;
+    for (int64_t k = 0; k < K; ++k)  // a tap that never sees the input keeps a zero gradient
+      for (int64_t c = 0; c < g.C_in; ++c) {
+        float* row = dwp + k * s_k + c * ldw + o0;
+        std::fill(row, row + no, 0.0f);
+      }
+    double db[kOutChannelsPerTask] = {};  // bias gradient of the block
+    for (int64_t r0 = 0; r0 < rows_out; r0 += kWeightRows) {
+      const int64_t r1 = std::min(rows_out, r0 + kWeightRows);
+      if (bias_out)
+        for (int64_t r = r0; r < r1; ++r) add_run_f32(db, dy + r * ldy + o0, no);
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t sh = tbc::tap_shift(false, k, pad, B);
+        const int64_t a = std::max(r0, -sh), b = std::min(r1, rows_in - sh);
+        if (a >= b) continue;
+        gemm::sgemm(g.C_in, no, b - a, gemm::Mat{x + (a + sh) * ldx, 1, ldx},
+                    gemm::Mat{dy + a * ldy + o0, ldy, 1}, true, dwp + k * s_k + o0, ldw, pk);
+      }
+    }
+    if (bias_out)
+      for (int64_t o = 0; o < no; ++o) bias_out[o0 + o] = static_cast<float>(db[o]);
+  });
+}
+
+}  // namespace
+
+constexpr double kBf16MinMacs = double(1 << 22);
+
+const char* tbc_name(TbcMode mode) {
+  switch (mode) {
+    case TbcMode::kF32:
+      return "tbc_gemm";
+    case TbcMode::kBf16:
+      return "tbc_bf16";
+    case TbcMode::kConvert:
+      return "tbc_convert";
+    default:
+      return "none";
+  }
+}
+
+TbcMode tbc_mode(const ConvJob& j, const Problem& p) {
+  if (!geometry_ok(j) || !views_ok(j)) return TbcMode::kNone;
+  const bool f32 =
+      j.round == Round::kNone && dtypes_are(j, [](aclDataType d) { return d == ACL_FLOAT; });
+  // problem.bf16_dot: every input bf16 (no fp16 rounding) and the dot kernels run.
+  const bool bf16 =
+      p.bf16 && p.bf16_dot && dtypes_are(j, float_kind) && (!j.bias || j.bias->dtype == ACL_BF16);
+  const bool convert = p.packed_gemm() && dtypes_are(j, float_kind);
+  if (any_algorithm_forced()) {
+    if (f32 && algorithm_forced(tbc_name(TbcMode::kF32))) return TbcMode::kF32;
+    if (bf16 && algorithm_forced(tbc_name(TbcMode::kBf16))) return TbcMode::kBf16;
+    if (convert && algorithm_forced(tbc_name(TbcMode::kConvert))) return TbcMode::kConvert;
+    return TbcMode::kNone;
+  }
+  // The bf16 pair kernels from ~4M multiply-adds (vdpbf16ps reads bf16 subnormals as zero, so
+  // small problems, which gain nothing from them, stay exact); other dtypes convert as they read
+  // wherever our packed GEMM runs (AVX-512 or AVX2), so no whole-tensor copy is made.
+  // bf16 on the AMX tiles (the bf16_amx policy): no time-major form; the regular path packs the
+  // views to [N, C, T] and runs amx_gemm, whose tile products outrun every form here.
+  const bool big = p.macs() >= kBf16MinMacs;
+  const bool amx = p.bf16 && p.bf16_amx && dtypes_are(j, float_kind);
+  return f32           ? TbcMode::kF32
+         : bf16 && big ? TbcMode::kBf16
+         : amx         ? TbcMode::kNone
+         : convert     ? TbcMode::kConvert
+                       : TbcMode::kNone;
+}
+
+TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slots) {
+  if (mode == TbcMode::kBf16) return tbc_bf16_scratch(job, slots);
+  if (mode == TbcMode::kConvert) return tbc_convert_scratch(job, slots);
+  TbcScratch s;
+  s.pack_elems = own_gemm ? gemm::pack_elems() : 0;
+  s.slot = tbc::align64(s.pack_elems * static_cast<int64_t>(sizeof(float)));
+  if (s.pack_elems == 0) return s;
+  const ConvGeometry& g = job.g;  // the packed weight taps and source rows of forward / data
+  const int64_t B = g.N, K = g.k[2];
+  int64_t taps = 0, rows = 0;
+  if (job.out_y) {
+    taps = PackedTaps::floats(K, g.C_in, g.C_out);
+    rows = source_rows_elems(B, K, g.C_in);
+  }
+  if (job.out_x) {
+    taps = std::max(taps, PackedTaps::floats(K, g.C_out, g.C_in));
+    rows = std::max(rows, source_rows_elems(B, K, g.C_out));
+  }
+  s.shared = tbc::align64(taps * static_cast<int64_t>(sizeof(float)));
+  s.slot = tbc::align64((s.pack_elems + rows) * static_cast<int64_t>(sizeof(float)));
+  return s;
+}
+
+bool tbc_fuses_bias(const ConvJob& job, TbcMode mode) {
+  return mode != TbcMode::kNone && job.out_w && job.out_bias && job.y &&
+         job.bias_sum_of == ConvJob::BiasOf::kY && job.out_bias->numel() == job.g.C_out;
+}
+
+void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive prim, int slots,
+             char* scratch, float* bias_out) {
+  if (mode == TbcMode::kBf16) return tbc_run_bf16(job, s, prim, slots, scratch, bias_out);
+  if (mode == TbcMode::kConvert) return tbc_run_convert(job, s, prim, slots, scratch, bias_out);
+  float* pack = s.pack_elems > 0 ? reinterpret_cast<float*>(scratch + s.shared) : nullptr;
+  tbc_run_f32(job, prim, slots, s.slot / static_cast<int64_t>(sizeof(float)), pack,
+              reinterpret_cast<float*>(scratch), bias_out);
+}
+
+void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, float* pack,
+                 float* taps_buf, float* bias_out) {
+  const ConvGeometry& g = j.g;
+  const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
+  // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].
+  if (prim == Primitive::kForward) {
+    const View5& w = *j.w;
+    const float* wp = rows_of(w);
+    shifted_row_gemms(
+        B, T_out, T, K, [&](int64_t k) { return k - pad; },
+        [&](int64_t k) {
+          return gemm::Mat{wp + k * w.strides[4], weight_ld(w), 1};
+        },
+        rows_of(*j.out_y), row_ld(*j.out_y), g.C_out, rows_of(*j.x), row_ld(*j.x), g.C_in,
+        j.bias ? &*j.bias : nullptr, slots, slot_elems, pack, taps_buf);
+  }
+  // dX[t'] = bias + sum_k dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]. The bias is the
+  // transposed forward's (ConvJob adds it to out_x there); a backward job has none.
+  if (prim == Primitive::kBackwardData) {
+    const View5& w = *j.w;
+    const float* wp = rows_of(w);
+    shifted_row_gemms(
+        B, T, T_out, K, [&](int64_t k) { return pad - k; },
+        [&](int64_t k) {
+          return gemm::Mat{wp + k * w.strides[4], 1, weight_ld(w)};
+        },
+        rows_of(*j.out_x), row_ld(*j.out_x), g.C_in, rows_of(*j.y), row_ld(*j.y), g.C_out,
+        j.bias ? &*j.bias : nullptr, slots, slot_elems, pack, taps_buf);
+  }
+  // dW_k[:, o-block] = sum_t X[t + k - pad]^T . dY[t][:, o-block]: one GEMM per (tap, output
+  // channel block) with all input channels as M, so each task packs its share of dY once.
+  if (prim == Primitive::kBackwardWeight) weight_gradient(j, slots, slot_elems, pack, bias_out);
+}
+
+}  // namespace aclnn_cpu::conv

@@ -1,0 +1,68 @@
+// The fast paths for 1-d convolutions stored time-major ("TBC": activations [T, B, C] with C
+// contiguous, as aclnnConvTbc / aclnnConvTbcBackward pass them), stride 1, dilation 1, 1 group.
+// No im2col and no whole-tensor copies: each kernel tap k is one GEMM on row ranges of the
+// [T*B, C] matrices the caller's buffers already are (row r = t*B + b), with the weight tap
+// W_k = w[:, :, k] as a [C_in, C_out] matrix:
+//
+//   forward          Y[r]   = bias + sum_k X[r + (k - pad) B] . W_k
+//   backward_data    dX[r]  = sum_k dY[r + (pad - k) B] . W_k^T    (+ bias: the transposed forward)
+//   backward_weight  dW_k   = sum_r X[r + (k - pad) B]^T . dY[r]   (over the rows where both exist)
+//
+// A row shifted outside [0, T*B) is a time step in the padding: it contributes nothing. Three
+// named forms, one per way of reading the operands:
+//   tbc_gemm     fp32 views as they are: our sgemm on the caller's rows (tbc_gemm.cpp).
+//   tbc_bf16     bf16 views with the AVX512_BF16 pair kernels (tbc_bf16.cpp), fp32 accumulation.
+//   tbc_convert  any float dtype or cubeMathType rounding: each task converts the rows it reads
+//                into fp32 panels of its scratch slot and runs our sgemm on them
+//                (tbc_convert.cpp); no whole-tensor copy.
+//
+// Threading: forward / backward-data tasks own disjoint row ranges of the output (all taps in tap
+// order); weight-gradient tasks own a C_out block (every tap) with the whole reduction inside, in
+// row order. So results are deterministic and no partial buffers are needed.
+#pragma once
+
+#include <cstdint>
+
+#include "conv/engine/algorithm.h"
+#include "conv/engine/engine.h"
+
+namespace aclnn_cpu::conv {
+
+enum class TbcMode { kNone, kF32, kBf16, kConvert };
+const char* tbc_name(TbcMode mode);
+
+// The form `job` runs on (kNone: not a time-major problem, or no form applies). `problem` says
+// the ISA and whether the bf16 dot kernels may read its inputs; ACLNN_CPU_CONV_ALGO naming one of
+// the forms forces it where it applies (and refuses the others).
+TbcMode tbc_mode(const ConvJob& job, const Problem& problem);
+
+// Scratch of one run: `shared` bytes for all tasks (packed weights, bias) and `slot` bytes per
+// thread slot (64-byte multiples), the largest over the requested primitives.
+struct TbcScratch {
+  int64_t shared = 0, slot = 0;
+  int64_t pack_elems = 0;  // the sgemm packing scratch (floats) at the start of each slot
+};
+TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slots);
+
+// Whether the weight gradient of `mode` also sums the bias gradient of `job` (its weight tasks
+// read every dy row anyway).
+bool tbc_fuses_bias(const ConvJob& job, TbcMode mode);
+
+// Runs primitive `prim` of `job` (its out_y, out_x or out_w, which the job must ask for). Must
+// run inside the executor's task arena of `slots` threads; `scratch` holds shared + slots * slot
+// bytes (64-byte aligned), or is null when both are 0 (OpenBLAS GEMMs). Where tbc_fuses_bias,
+// the weight gradient also writes the bias gradient to `bias_out` (C_out floats).
+void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive prim, int slots,
+             char* scratch, float* bias_out);
+
+// The forms' bodies (tbc_gemm.cpp, tbc_bf16.cpp, tbc_convert.cpp).
+void tbc_run_f32(const ConvJob& job, Primitive prim, int slots, int64_t slot_elems, float* pack,
+                 float* taps_buf, float* bias_out);
+TbcScratch tbc_bf16_scratch(const ConvJob& job, int slots);
+void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
+                  float* bias_out);
+TbcScratch tbc_convert_scratch(const ConvJob& job, int slots);
+void tbc_run_convert(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots,
+                     char* scratch, float* bias_out);
+
+}  // namespace aclnn_cpu::conv

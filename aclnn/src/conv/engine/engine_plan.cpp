@@ -1,0 +1,273 @@
+#include "conv/engine/engine_plan.h"
+
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "conv/algorithms/algo_support.h"
+#include "conv/kernels/depthwise/depthwise.h"
+#include "conv/kernels/grid/direct_grid.h"
+#include "cpu/cpu.h"
+#include "error.h"
+#include "gemm/amx_gemm.h"
+#include "gemm/sgemm.h"
+#include "meta.h"
+#include "runtime_options.h"
+
+namespace aclnn_cpu::conv {
+namespace {
+
+// Workspace carving: byte offsets of 64-byte-aligned segments, overflow-checked in 128 bits.
+struct Layout {
+  unsigned __int128 total = 0;
+
+  uint64_t add(unsigned __int128 bytes) {
+    const uint64_t off = static_cast<uint64_t>(total);
+    total += (bytes + kAlign - 1) / kAlign * kAlign;
+    check(total <= kMaxWorkspaceBytes, ACLNN_ERR_PARAM_INVALID, "the computation needs more than ",
+          kMaxWorkspaceBytes, " bytes (2^46) of workspace; the tensors are too large");
+    return off;
+  }
+};
+
+// Reserves a dense compute copy of `v` unless it is absent, empty or usable in place.
+template <typename T>
+uint64_t reserve(Layout& layout, bool needed, const std::optional<View5>& v, Round round) {
+  if (!needed || !v || v->numel() == 0 || usable_in_place<T>(*v, round)) return kNotInWorkspace;
+  return layout.add(static_cast<unsigned __int128>(v->numel()) * sizeof(T));
+}
+
+// Bytes of an algorithm's scratch: slots x (packing + other), shared, partials.
+template <typename T>
+unsigned __int128 scratch_bytes(const Choice& c, int slots) {
+  const Blocking& b = c.b;
+  const unsigned __int128 elems = static_cast<unsigned __int128>(slot_stride<T>(b)) * slots +
+                                  ceil_div(b.shared_elems, 16) * 16 +
+                                  static_cast<unsigned __int128>(b.partial_elems) *
+                                      static_cast<unsigned __int128>(b.ranges - 1);
+  return elems * sizeof(T);
+}
+
+std::string describe(const ConvGeometry& g) {
+  std::ostringstream os;
+  os << "N" << g.N << " C" << g.C_in << "->" << g.C_out << " g" << g.groups << " in" << g.in[0]
+     << "x" << g.in[1] << "x" << g.in[2] << " k" << g.k[0] << "x" << g.k[1] << "x" << g.k[2] << " s"
+     << g.stride[0] << "x" << g.stride[1] << "x" << g.stride[2] << " d" << g.dil[0] << "x"
+     << g.dil[1] << "x" << g.dil[2] << " p" << g.pad_before[0] << "," << g.pad_before[1] << ","
+     << g.pad_before[2] << "/" << g.pad_after[0] << "," << g.pad_after[1] << "," << g.pad_after[2];
+  return os.str();
+}
+
+// The time-major forms (tbc_gemm.h) need only their scratch (and the gradBias buffer if not in
+// place). One is taken unless ACLNN_CPU_CONV_ALGO names other algorithms only.
+constexpr double kTbcOwnGemmMinMacs = double(1 << 22);
+bool plan_tbc(Plan& p) {
+  const ConvJob& j = p.job;
+  if (j.use_double) return false;
+  p.tbc = tbc_mode(j, p.problem);
+  if (p.tbc == TbcMode::kNone) return false;
+  const ConvGeometry& g = j.g;
+  const double macs = static_cast<double>(g.N) * g.C_out * g.out[2] * g.C_in * g.k[2];
+  const bool own_gemm =
+      gemm::pack_elems() > 0 && (macs >= kTbcOwnGemmMinMacs || any_algorithm_forced());
+  p.tbc_scratch = tbc_scratch(j, p.tbc, own_gemm, p.problem.slots);
+  Layout layout;
+  p.out_bias = reserve<float>(layout, true, j.out_bias, Round::kNone);
+  const TbcScratch& s = p.tbc_scratch;
+  const unsigned __int128 bytes =
+      static_cast<unsigned __int128>(s.slot) * p.problem.slots + static_cast<uint64_t>(s.shared);
+  if (bytes > 0) p.scratch = layout.add(bytes);
+  p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
+  return true;
+}
+
+// Reserves a dense copy of `v` in its own dtype unless it is dense already.
+uint64_t reserve_raw(Layout& layout, bool needed, const std::optional<View5>& v) {
+  if (!needed || !v || v->numel() == 0 || v->contiguous()) return kNotInWorkspace;
+  return layout.add(static_cast<unsigned __int128>(v->numel()) * dtype_size(v->dtype));
+}
+
+// Whether the bf16 kernel of forward (prim 0) or backward_data (1) can store its output's bf16
+// view itself (Algorithm::writes_bf16): a dense view, and no bias to add to it.
+bool stores16(const Plan& p, int prim) {
+  const ConvJob& j = p.job;
+  const std::optional<Choice>& c = p.choice[prim];
+  const std::optional<View5>& out = prim == 0 ? j.out_y : j.out_x;
+  return !p.problem.fp64 && c && c->bf16 && c->algo->writes_bf16 && out && out->dtype == ACL_BF16 &&
+         out->contiguous() && !(j.bias && j.bias->numel() > 0);
+}
+
+// Samples per run of a per-sample primitive whose output `v` is computed in the workspace: at most
+// kOutputChunkBytes of T per run, and no more than the output's own bytes where that still leaves
+// runs of kMinRunSamples (a 16-bit output's fp32 runs then take at most its size, keeping the
+// workspace within twice the largest tensor; ct3d's 2 samples cut into 1-sample runs were slower at
+// 2 threads; measured: bench/RESULTS.md, design engine_plan.min-run-samples), at least one sample,
+// N split into equal runs; 0 when the output is used in place (or is small).
+constexpr int64_t kOutputChunkBytes = int64_t{8} << 20;
+constexpr int64_t kMinRunSamples = 4;
+template <typename T>
+int64_t output_chunk(const std::optional<View5>& v, int64_t N) {
+  if (!v || v->numel() == 0 || N <= 1 || usable_in_place<T>(*v, Round::kNone)) return 0;
+  const int64_t sample = v->numel() / N * static_cast<int64_t>(sizeof(T));
+  const int64_t own = v->numel() * static_cast<int64_t>(dtype_size(v->dtype));
+  const int64_t budget =
+      own / sample >= kMinRunSamples ? std::min(kOutputChunkBytes, own) : kOutputChunkBytes;
+  if (sample * N <= budget) return 0;
+  int64_t runs = std::min(N, ceil_div(sample * N, budget));
+  while (N % runs != 0) ++runs;  // every run plans and computes the same N (runs <= N)
+  return N / runs;
+}
+
+// Reserves the T buffer of an output computed `chunk` samples at a time (0: whole).
+template <typename T>
+uint64_t reserve_output(Layout& layout, const std::optional<View5>& v, int64_t chunk) {
+  if (chunk == 0) return reserve<T>(layout, true, v, Round::kNone);
+  return layout.add(static_cast<unsigned __int128>(v->numel() / v->dims[0] * chunk) * sizeof(T));
+}
+
+// How a choice splits its work (Blocking's fields; chunk: samples per run, 0 = all), e.g.
+// "cblock:64 rows:16 cols:1 ranges:2 chunk:0".
+std::string describe_blocking(const Blocking& b, int64_t chunk) {
+  return "cblock:" + std::to_string(b.cblock) + " rows:" + std::to_string(b.rows) +
+         " cols:" + std::to_string(b.cols) + " ranges:" + std::to_string(b.ranges) +
+         " chunk:" + std::to_string(chunk);
+}
+
+}  // namespace
+
+bool requested(const ConvJob& j, int prim) {
+  return (prim == 0 ? j.out_y : prim == 1 ? j.out_x : j.out_w).has_value();
+}
+
+Problem run_problem(const Plan& p, Primitive prim) {
+  Problem q = p.problem;
+  if (p.chunk[static_cast<int>(prim)] > 0) q.g.N = p.chunk[static_cast<int>(prim)];
+  return q;
+}
+
+bool reads_raw(const Plan& p, const Choice& c) {
+  return c.bf16 || (c.algo->reads_sources && !p.problem.fp64);
+}
+
+InputUse input_use(const Plan& p) {
+  // forward reads x and w, backward_data y and w, backward_weight x and y.
+  static constexpr bool kReads[kPrimitiveCount][3] = {
+      {true, true, false}, {false, true, true}, {true, false, true}};
+  InputUse u;
+  for (int i = 0; i < kPrimitiveCount; ++i) {
+    if (!p.choice[i]) continue;
+    for (int k = 0; k < 3; ++k) (reads_raw(p, *p.choice[i]) ? u.raw[k] : u.t[k]) |= kReads[i][k];
+  }
+  return u;
+}
+
+bool fuses_depthwise(const Plan& p) {
+  const ConvJob& j = p.job;
+  auto depthwise = [&](int i) {
+    return p.choice[i] && p.choice[i]->algo->name == std::string_view("depthwise_direct");
+  };
+  return !p.problem.fp64 && j.out_x && j.out_w && depthwise(1) && depthwise(2) &&
+         depthwise_fuses(j.g) && !(j.bias && j.bias->numel() > 0);
+}
+
+bool weight_sums_bias(const Plan& p) {
+  const ConvJob& j = p.job;
+  const std::optional<Choice>& c = p.choice[static_cast<int>(Primitive::kBackwardWeight)];
+  // (An empty batch or no input channels: no weight task would run to zero the sums.)
+  if (p.problem.fp64 || p.tbc != TbcMode::kNone || !c || !c->b.sums_bias || !j.out_bias ||
+      j.g.N <= 0 || j.g.cin_g() <= 0 || j.out_bias->numel() == 0 ||
+      j.bias_sum_of != ConvJob::BiasOf::kY || !j.y || fuses_depthwise(p))
+    return false;
+  SrcKind kind = SrcKind::kF32;
+  if (c->bf16) return true;  // the dot kernels read the bf16 bits as stored
+  if (!reads_raw(p, *c) || !src_kind_of(j.y->dtype, j.round, &kind)) return false;
+  // Rounded operands (USE_FP16, HF32): gradBias is the sum of dy as stored, so only a run that
+  // sums dy before rounding it (Blocking::sums_unrounded) may make it.
+  const bool rounded =
+      kind == SrcKind::kF32Hf32 || kind == SrcKind::kF32Fp16 || kind == SrcKind::kBF16Fp16;
+  return kind == SrcKind::kF32 || kind == SrcKind::kF16 || kind == SrcKind::kBF16 ||
+         (rounded && c->b.sums_unrounded);
+}
+
+template <typename T>
+void plan_workspace(Plan& p) {
+  if (plan_tbc(p)) return;
+  const ConvJob& j = p.job;
+  p.chunk[0] = output_chunk<T>(j.out_y, j.g.N);
+  p.chunk[1] = output_chunk<T>(j.out_x, j.g.N);
+  for (int i = 0; i < kPrimitiveCount; ++i)
+    if (requested(j, i))
+      p.choice[i] = choose_algorithm(static_cast<Primitive>(i), run_problem(p, Primitive(i)));
+  // A bf16 y or dx stored by its kernel needs no fp32 buffer, so no runs of a few samples either:
+  // planned again for the whole batch (and kept only if the kernel is chosen again).
+  for (int i = 0; i < 2; ++i) {
+    if (p.chunk[i] > 0 && stores16(p, i)) {
+      const int64_t chunk = std::exchange(p.chunk[i], 0);
+      p.choice[i] = choose_algorithm(Primitive(i), run_problem(p, Primitive(i)));
+      if (!stores16(p, i)) {
+        p.chunk[i] = chunk;
+        p.choice[i] = choose_algorithm(Primitive(i), run_problem(p, Primitive(i)));
+      }
+    }
+    p.out16[i] = stores16(p, i);
+  }
+  // One scratch region for the final choices (the primitives run one after another).
+  unsigned __int128 scratch = 0;
+  for (const std::optional<Choice>& c : p.choice)
+    if (c) scratch = std::max(scratch, scratch_bytes<T>(*c, p.problem.slots));
+  // The fused depthwise pass writes dx plane by plane into its view: no dx buffer.
+  const bool fused = fuses_depthwise(p);
+  if (fused) {
+    p.chunk[1] = 0;
+    const int64_t elems =
+        depthwise_fused_scratch(j.g, p.problem.slots, p.problem.converts, *j.out_x);
+    scratch = std::max(scratch, static_cast<unsigned __int128>(elems) * sizeof(T));
+  }
+  const InputUse use = input_use(p);
+  Layout layout;
+  p.x = reserve<T>(layout, use.t[0], j.x, j.round);
+  p.w = reserve<T>(layout, use.t[1], j.w, j.round);
+  p.y = reserve<T>(layout, use.t[2], j.y, j.round);
+  p.x_raw = reserve_raw(layout, use.raw[0], j.x);
+  p.w_raw = reserve_raw(layout, use.raw[1], j.w);
+  p.y_raw = reserve_raw(layout, use.raw[2], j.y);
+  p.bias = reserve<T>(layout, requested(j, 0) || requested(j, 1), j.bias, Round::kNone);
+  p.out_y = p.out16[0] ? kNotInWorkspace : reserve_output<T>(layout, j.out_y, p.chunk[0]);
+  p.out_x = fused || p.out16[1] ? kNotInWorkspace : reserve_output<T>(layout, j.out_x, p.chunk[1]);
+  p.out_w = reserve<T>(layout, true, j.out_w, Round::kNone);
+  p.out_bias = reserve<T>(layout, true, j.out_bias, Round::kNone);
+  if (scratch > 0) p.scratch = layout.add(scratch);
+  // + kAlign of slack so a workspace that is not 64-byte aligned can be aligned in place.
+  p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
+}
+
+void print_plan(const char* api, const Plan& p) {
+  const std::string geo = describe(p.job.g);
+  for (int i = 0; i < kPrimitiveCount; ++i) {
+    if (!requested(p.job, i)) continue;
+    const bool tbc = p.tbc != TbcMode::kNone;
+    const char* name = tbc ? tbc_name(p.tbc) : p.choice[i]->algo->name;
+    std::string why = tbc ? "time-major 1-d views" : p.choice[i]->why;
+    if (i == static_cast<int>(Primitive::kBackwardWeight) && weight_sums_bias(p))
+      why += "; gradBias summed in this pass";
+    // ConvTbc's per-tap GEMMs split time steps by their own rule (tbc_gemm.h).
+    const std::string blocking =
+        tbc ? "per-tap-gemms" : describe_blocking(p.choice[i]->b, p.chunk[i]);
+    // What the products are computed on: double, bf16 pairs (the dot kernels or the AMX tiles),
+    // or fp32.
+    const bool bf16 = tbc ? p.tbc == TbcMode::kBf16 : p.choice[i]->bf16;
+    const char* math = p.problem.fp64 ? "f64" : bf16 ? "bf16" : "f32";
+    std::fprintf(stderr,
+                 "aclnn_cpu_verbose,plan,%s,%s,%s,%s %s,threads=%d,workspace=%llu,isa=%s,"
+                 "bf16_dot=%s,amx=%s,blocking=%s,%s\n",
+                 api, primitive_name(static_cast<Primitive>(i)), name, geo.c_str(), math,
+                 p.problem.slots, static_cast<unsigned long long>(p.bytes),
+                 cpu::tier_name(cpu::tier()), bf16_dot_kernels() ? "on" : "off",
+                 gemm::amx_tiles_name(gemm::amx_tiles()), blocking.c_str(), why.c_str());
+  }
+}
+
+template void plan_workspace<float>(Plan&);
+template void plan_workspace<double>(Plan&);
+
+}  // namespace aclnn_cpu::conv
