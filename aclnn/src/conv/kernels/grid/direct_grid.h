@@ -46,6 +46,7 @@ inline int64_t direct_packed_w_elems(int64_t m, int64_t C, int64_t T) {
 // `plane` is the channel stride of x; channels are taken c_chunk at a time. row_len > 0 (at
 // most 16): n is whole rows of `pitch` columns of which only the first row_len are computed, one
 // vector per row (narrow outputs: a 14-wide row costs 16 lanes, not the grid's 18 columns).
+// pitch >= 1 always, also with row_len == 0 (the AVX2 form divides n into rows of it).
 void direct_grid_forward(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
                          const float* x, int64_t plane, const float* packed, float* out,
                          int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
