@@ -33,10 +33,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // The gemm kernel (no autograd).
 
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int n, int m, int k, const float* a, int lda,
-          const float* b, int ldb, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, n, m, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-}
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int n, int m, int k, const double* a, int lda,
           const double* b, int ldb, double* c, int ldc) {
   cblas_dgemm(CblasRowMajor, ta, tb, n, m, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
@@ -104,7 +100,7 @@ Shape batch_of(const Tensor& x) {
   return Shape(x.sizes().begin(), x.sizes().end() - 2);
 }
 
-// out [batch, n, m] = a [batch_a, n, k] · b [batch_b, k, m] for T = float or double; a and b are
+// out [batch, n, m] = a [batch_a, n, k] · b [batch_b, k, m] for T = double; a and b are
 // blas_ready, out is contiguous and the batch dims are already checked to broadcast.
 template <typename T>
 void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
@@ -164,15 +160,13 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, const Shape& batch) {
   Shape sizes = batch;
   sizes.insert(sizes.end(), {a.size(-2), b.size(-1)});
   Tensor out = empty(sizes, a.dtype());
-  if (a.dtype() == Dtype::Float16 || a.dtype() == Dtype::BFloat16) {
+  // float32 too: libaclnn's packed GEMM is picked by the CPU tier, where OpenBLAS may not know
+  // the CPU (measured: bench/RESULTS.md, design linear.fp32-on-aclnn).
+  if (a.dtype() != Dtype::Float64) {
     detail::matmul16(a, b, out);  // libaclnn: converted while packed, fp32 sums, one rounding
     return out;
   }
-  dispatch_floating_dtype(a.dtype(), "matmul", [&]<typename T>() {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      batched_gemm<T>(blas_ready(a), blas_ready(b), out);
-    }
-  });
+  batched_gemm<double>(blas_ready(a), blas_ready(b), out);
   return out;
 }
 
