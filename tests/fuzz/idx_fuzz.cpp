@@ -3,6 +3,8 @@
 //   - read_idx gives sizes and bytes with prod(sizes) == bytes, or throws aclgrad::Error (any
 //     other exception escapes and is reported) with a message of at most kMessageLimit bytes
 //     besides the path;
+//   - on a plain input it accepts exactly what an independent model of the format (model())
+//     accepts, with the sizes and bytes the file holds;
 //   - a plain input also goes through the gzip path (compressed here): both must agree, same
 //     data or both an error. The fuzzer thereby reaches the header checks behind zlib too;
 //   - read_idx_images and read_idx_labels accept exactly the 3-d and 1-d files, with the shapes
@@ -11,11 +13,13 @@
 // terabytes must not allocate them (the reader grows its buffer as data arrives).
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nn/idx.h"
 #include "reader_fuzz_util.h"
@@ -45,6 +49,31 @@ std::optional<IdxData> attempt(const std::string& path) {
     if (readerfuzz::verbose()) std::fprintf(stderr, "%s\n", e.what());
     return std::nullopt;
   }
+}
+
+// What the format (nn/idx.h) makes of plain bytes, written independently of the reader: the
+// sizes of a valid file (magic 0x0000 0x08 <ndim >= 1>, ndim big-endian uint32 sizes, then
+// exactly prod(sizes) bytes, at most 2^40 of them; an empty file whatever its other sizes), or
+// nullopt.
+std::optional<std::vector<int64_t>> model(std::string_view b) {
+  const auto byte = [&](size_t i) { return static_cast<uint8_t>(b[i]); };
+  if (b.size() < 4 || byte(0) != 0 || byte(1) != 0 || byte(2) != 0x08 || byte(3) == 0)
+    return std::nullopt;
+  const size_t ndim = byte(3), header = 4 + 4 * ndim;
+  if (b.size() < header) return std::nullopt;
+  constexpr unsigned __int128 kMaxElements = uint64_t{1} << 40;
+  std::vector<int64_t> sizes;
+  unsigned __int128 count = 1;  // saturates past the limit: 255 factors below 2^32 each
+  for (size_t d = 0; d < ndim; ++d) {
+    const uint32_t s = (uint32_t{byte(4 + 4 * d)} << 24) | (uint32_t{byte(5 + 4 * d)} << 16) |
+                       (uint32_t{byte(6 + 4 * d)} << 8) | uint32_t{byte(7 + 4 * d)};
+    sizes.push_back(s);
+    count = std::min(count * s, kMaxElements + 1);
+  }
+  for (int64_t s : sizes)
+    if (s == 0) count = 0;
+  if (count > kMaxElements || b.size() - header != count) return std::nullopt;
+  return sizes;
 }
 
 // The bytes in gzip format (zlib's deflate with a gzip wrapper, as the gzip tool writes).
@@ -112,6 +141,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const bool is_gzip = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
   if (is_gzip) return 0;
+  const std::optional<std::vector<int64_t>> expected = model(bytes);
+  if (direct.has_value() != expected.has_value())
+    finding(std::string("read_idx ") + (direct ? "accepts" : "refuses") + " a file the format " +
+            (expected ? "allows" : "forbids"));
+  if (direct && (direct->sizes != *expected ||
+                 std::string_view(reinterpret_cast<const char*>(direct->bytes.data()),
+                                  direct->bytes.size()) != bytes.substr(4 + 4 * expected->size())))
+    finding("read_idx read other sizes or bytes than the file holds");
   const std::optional<IdxData> zipped = attempt(file.hold(gzip(bytes)));
   if (direct.has_value() != zipped.has_value())
     finding(std::string("the plain file ") + (direct ? "reads" : "fails") + " but its gzip form " +
