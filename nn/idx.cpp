@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -124,14 +125,16 @@ IdxData read_idx(const std::string& path, int64_t expected_ndim) {
         hex32(magic), " announces ", ndim, " sizes (", header.size(), " bytes), found ", got_header,
         " bytes");
   IdxData out;
-  uint64_t count = 1;
-  for (int d = 0; d < ndim; ++d) {
-    const uint32_t s = big_endian(&header[4 * d]);
-    out.sizes.push_back(s);
+  for (int d = 0; d < ndim; ++d) out.sizes.push_back(big_endian(&header[4 * d]));
+  // A zero size anywhere holds no element, whatever the others multiply to (as in PyTorch).
+  const bool empty = std::find(out.sizes.begin(), out.sizes.end(), 0) != out.sizes.end();
+  uint64_t count = empty ? 0 : 1;
+  for (int d = 0; d < ndim && !empty; ++d) {
+    const auto s = static_cast<uint64_t>(out.sizes[d]);
     // Checked before multiplying, so the product cannot overflow.
     constexpr uint64_t kMaxElements = uint64_t{1} << 40;
-    check(s == 0 || count <= kMaxElements / s, "read_idx: '", path, "': header sizes ", out.sizes,
-          "... hold more than 2^40 elements");
+    check(count <= kMaxElements / s, "read_idx: '", path, "': header sizes ",
+          Shape(out.sizes.begin(), out.sizes.begin() + d + 1), "... hold more than 2^40 elements");
     count *= s;
   }
   const uint64_t header_bytes = 4 + header.size();

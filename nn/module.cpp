@@ -1,5 +1,6 @@
 #include "nn/module.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -21,6 +22,29 @@ std::string add_indent(const std::string& s, int spaces) {
     if (c == '\n') out.append(static_cast<size_t>(spaces), ' ');
   }
   return out;
+}
+
+// The state may come from a file (nn::load): its messages write out at most a few sizes and
+// bytes of each name and shape, and at most kMaxProblems problems.
+constexpr size_t kMaxProblems = 10;
+
+std::string brief_shape(const Shape& sizes) {
+  constexpr size_t kShown = 8;
+  if (sizes.size() <= kShown) return format_shape(sizes);
+  std::string out = format_shape(Shape(sizes.begin(), sizes.begin() + kShown));
+  out.pop_back();  // ']'
+  return out + ", ... (" + std::to_string(sizes.size()) + " sizes)]";
+}
+
+// Appended piece by piece: GCC 12 warns falsely (-Wstringop-overflow) on the + chain.
+std::string brief_name(const std::string& name) {
+  constexpr size_t kShown = 64;
+  std::string out = "'";
+  if (name.size() <= kShown + 16) return out.append(name).append("'");
+  size_t cut = kShown;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+  out.append(name, 0, cut).append("...' (").append(std::to_string(name.size()));
+  return out.append(" bytes)");
 }
 
 }  // namespace
@@ -197,7 +221,7 @@ void Module::load_state_dict(const std::map<std::string, Tensor>& state, bool st
       p << "tensor '" << name << "' is undefined";
     } else if (it->second.sizes() != target.sizes()) {
       p << "shape mismatch for '" << name << "': expected " << format_shape(target.sizes())
-        << ", got " << format_shape(it->second.sizes());
+        << ", got " << brief_shape(it->second.sizes());
     } else if (it->second.dtype() != target.dtype()) {
       p << "dtype mismatch for '" << name << "': expected " << target.dtype() << ", got "
         << it->second.dtype();
@@ -206,14 +230,17 @@ void Module::load_state_dict(const std::map<std::string, Tensor>& state, bool st
   }
   if (strict) {
     for (const auto& [name, t] : state)
-      if (!known.count(name)) problems.push_back("unexpected tensor '" + name + "'");
+      if (!known.count(name)) problems.push_back("unexpected tensor " + brief_name(name));
   }
   if (!problems.empty()) {
     std::ostringstream msg;
     msg << "load_state_dict: cannot load " << type_name_ << " from '" << source << "' ("
         << problems.size() << (problems.size() == 1 ? " problem" : " problems")
         << "; the module was not modified):";
-    for (const auto& p : problems) msg << "\n  " << p;
+    for (size_t i = 0; i < std::min(problems.size(), kMaxProblems); ++i)
+      msg << "\n  " << problems[i];
+    if (problems.size() > kMaxProblems)
+      msg << "\n  ... and " << problems.size() - kMaxProblems << " more";
     throw Error(msg.str());
   }
   NoGradGuard no_grad;

@@ -112,7 +112,7 @@ Entry parse_entry(const std::string& source, const std::string& name, const json
   if (!nbytes)
     bad(source, "tensor ", squote(name), ": shape ", brief(shape), " overflows the element count");
   if (*nbytes != e.end - e.begin)
-    bad(source, "tensor ", squote(name), ": shape ", format_shape(e.shape), " with dtype ",
+    bad(source, "tensor ", squote(name), ": shape ", excerpt(format_shape(e.shape)), " with dtype ",
         info_of(e.dtype).name, " needs ", *nbytes, " bytes but data_offsets [", e.begin, ", ",
         e.end, "] span ", e.end - e.begin);
   return e;

@@ -143,5 +143,45 @@ TEST(HostileCheckpoint, EmptyTensorWithHugeDimsLoads) {
   expect_load_error(path, {"tensor 'e': shape [1,4294967296,4294967296] overflows"});
 }
 
+// A shape of many sizes, many tensors, long names: the file declares them, so the messages only
+// excerpt them. Each wrote out everything (found with the safetensors fuzz target's message
+// bound, tests/fuzz): a 600-size shape, 60 unexpected tensors, 1.4-3.9 KB messages.
+TEST(HostileCheckpoint, MessagesExcerptLongShapesAndNameLists) {
+  TempDir dir;
+  const std::string path = dir.file("long.safetensors");
+  std::string ones = "1";
+  for (int i = 1; i < 600; ++i) ones += ",1";
+  write_file(
+      path, file_with("{\"a\":{\"dtype\":\"F64\",\"shape\":[" + ones + "],\"data_offsets\":[0,4]}}",
+                      std::string(4, '\0')));
+  expect_load_error(path, {"tensor 'a': shape [1, 1, 1", "bytes) with dtype F64 needs 8 bytes"});
+
+  nn::Linear linear(2, 3);
+  write_file(path, file_with("{\"weight\":{\"dtype\":\"F32\",\"shape\":[" + ones +
+                                 "],\"data_offsets\":[0,4]}}",
+                             std::string(4, '\0')));
+  std::string msg = message_of<Error>([&] { nn::load(linear, path, /*strict=*/false); });
+  EXPECT_NE(msg.find("expected [3, 2], got [1, 1, 1, 1, 1, 1, 1, 1, ... (600 sizes)]"),
+            std::string::npos)
+      << msg;
+  EXPECT_LT(msg.size(), 600u) << msg;
+
+  std::string header = "{";
+  const std::string long_name(200, 'n');
+  for (int i = 0; i < 60; ++i)
+    header += (i ? ",\"" : "\"") + long_name + std::to_string(100 + i) +
+              "\":{\"dtype\":\"BOOL\",\"shape\":[],\"data_offsets\":[" + std::to_string(i) + "," +
+              std::to_string(i + 1) + "]}";
+  write_file(path, file_with(header + "}", std::string(60, '\0')));
+  msg = message_of<Error>([&] { nn::load(linear, path); });
+  EXPECT_NE(msg.find("(62 problems;"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("missing tensor 'bias'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unexpected tensor '" + long_name.substr(0, 64) + "...' (203 bytes)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("\n  ... and 52 more"), std::string::npos) << msg;
+  EXPECT_LT(msg.size(), 1500u) << msg;
+}
+
 }  // namespace
 }  // namespace aclgrad

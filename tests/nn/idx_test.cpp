@@ -203,6 +203,22 @@ TEST_F(IdxTest, NoImagesWithHugeDimsIsAnEmptyTensor) {
   EXPECT_EQ(read_idx_labels(write("labels", idx_file(0x08, {0}, {}))).numel(), 0);
 }
 
+// A zero after sizes whose product passes 2^40 holds no element either. It was refused as "more
+// than 2^40 elements" (found by the IDX fuzz target's model of the format, tests/fuzz).
+TEST_F(IdxTest, AZeroSizeAfterHugeOnesIsStillEmpty) {
+  const Bytes none = idx_file(0x08, {4294967295u, 4294967295u, 0}, {});
+  const Tensor t = read_idx_images(write("none", none));
+  EXPECT_EQ(t.sizes(), (Shape{4294967295, 1, 4294967295, 0}));
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(read_idx(write("late", idx_file(0x08, {2, 1u << 31, 4294967295u, 0}, {}))).sizes,
+            (std::vector<int64_t>{2, int64_t{1} << 31, 4294967295, 0}));
+  expect_error(write("extra", idx_file(0x08, {4294967295u, 4294967295u, 0}, {7})),
+               {"1 unexpected bytes after the data", "promises 0 data bytes"});
+  const std::string gz = gzip("none2", none);
+  if (gz.empty()) GTEST_SKIP() << "gzip tool not available";
+  EXPECT_EQ(read_idx_images(gz).sizes(), (Shape{4294967295, 1, 4294967295, 0}));
+}
+
 TEST_F(IdxTest, MissingFile) {
   const std::string path = (dir_ / "nope.gz").string();
   expect_error(path, {"cannot open", "No such file"});
