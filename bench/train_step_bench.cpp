@@ -3,10 +3,10 @@
 // cross-entropy, backward and an Adam step (lr 1e-3) on a fixed random batch [B, 1, 28, 28] with
 // random labels in 0..9 (seeded), model in training mode.
 //
-// Cases train_step/batch:B/threads:T/bf16:P run inside a oneTBB task_arena of T threads (every parallel
-// kernel and libaclnn's executors size themselves from the calling arena). Counters, from the
-// wall time of the timed loop (the work runs on TBB threads, so the main thread's CPU time is not
-// the denominator): samples_per_s and wall_ms per step; and samples_per_cpu_s from the CPU time
+// Cases train_step/batch:B/threads:T/bf16:P run inside a oneTBB task_arena of T threads (every
+// parallel kernel and libaclnn's executors size themselves from the calling arena). Counters, from
+// the wall time of the timed loop (the work runs on TBB threads, so the main thread's CPU time is
+// not the denominator): samples_per_s and wall_ms per step; and samples_per_cpu_s from the CPU time
 // of the whole process (on a machine shared with other jobs, the fairer measure of the work
 // itself, exact for 1 thread). bf16:1 runs forward and loss under AutocastGuard(BFloat16)
 // (PyTorch's torch.autocast("cpu", torch.bfloat16); parameters and Adam stay fp32).
