@@ -1,5 +1,6 @@
-// matmul and linear: a batched gemm kernel on OpenBLAS (float32, float64) or libaclnn's
-// aclnnMatmul (float16, bfloat16: ops/matmul16.h), and the backward written with matmul.
+// matmul and linear: libaclnn's aclnnMatmul for float32, float16 and bfloat16
+// (ops/matmul_aclnn.h), a batched gemm kernel on OpenBLAS for float64, and the backward written
+// with matmul.
 //
 //   y = a·b (after 1-d promotion, a [..., n, k], b [..., k, m], batch dims broadcast):
 //   dL/da = sum_to(g·bᵀ, a's shape),  dL/db = sum_to(aᵀ·g, b's shape).
@@ -16,7 +17,7 @@
 #include "autograd/function.h"
 #include "ops/autocast.h"
 #include "ops/elementwise.h"
-#include "ops/matmul16.h"
+#include "ops/matmul_aclnn.h"
 #include "ops/reduction.h"
 #include "ops/shape.h"
 #include "tensor/creation.h"
@@ -163,7 +164,7 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, const Shape& batch) {
   // float32 too: libaclnn's packed GEMM is picked by the CPU tier, where OpenBLAS may not know
   // the CPU (measured: bench/RESULTS.md, design linear.fp32-on-aclnn).
   if (a.dtype() != Dtype::Float64) {
-    detail::matmul16(a, b, out);  // libaclnn: converted while packed, fp32 sums, one rounding
+    detail::matmul_aclnn(a, b, out);  // libaclnn: converted while packed, fp32 sums, one rounding
     return out;
   }
   batched_gemm<double>(blas_ready(a), blas_ready(b), out);

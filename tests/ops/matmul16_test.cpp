@@ -1,4 +1,4 @@
-// matmul and linear in float16 and bfloat16 (libaclnn's aclnnMatmul, ops/matmul16.h) against a
+// matmul and linear in float16 and bfloat16 (libaclnn's aclnnMatmul, ops/matmul_aclnn.h) against a
 // float64 triple loop on the 16-bit values, with the bound of fp32 accumulation plus one rounding
 // of the result: |got - want| <= gamma(k) * S + half an ulp of the dtype at |want| + gamma(k) * S,
 // S = sum_k |a||b|, gamma(k) = k u / (1 - k u), u = 2^-24. Layouts (transposed, padded, stride-0

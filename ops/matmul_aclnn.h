@@ -12,6 +12,6 @@ namespace aclgrad::detail {
 // one dtype,
 // at least 2-d, shapes already checked (inner sizes equal, batch dims broadcasting to out's);
 // out contiguous, of their dtype. Strided and transposed views are read in place.
-void matmul16(const Tensor& a, const Tensor& b, const Tensor& out);
+void matmul_aclnn(const Tensor& a, const Tensor& b, const Tensor& out);
 
 }  // namespace aclgrad::detail

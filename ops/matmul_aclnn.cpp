@@ -1,4 +1,4 @@
-#include "ops/matmul16.h"
+#include "ops/matmul_aclnn.h"
 
 #include "aclnnop/aclnn_matmul.h"
 #include "ops/aclnn_bridge.h"
@@ -23,14 +23,14 @@ Tensor batch_merged(const Tensor& x, const Shape& batch, int64_t nb) {
 
 }  // namespace
 
-void matmul16(const Tensor& a, const Tensor& b, const Tensor& out) {
+void matmul_aclnn(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (out.dim() > kMaxAclnnRank) {
     // aclnnMatmul takes up to 6 dims (4 batch dims): merge the batch into one.
     const Shape batch(out.sizes().begin(), out.sizes().end() - 2);
     int64_t nb = 1;
     for (int64_t s : batch) nb *= s;
-    return matmul16(batch_merged(a, batch, nb), batch_merged(b, batch, nb),
-                    out.view({nb, out.size(-2), out.size(-1)}));
+    return matmul_aclnn(batch_merged(a, batch, nb), batch_merged(b, batch, nb),
+                        out.view({nb, out.size(-2), out.size(-1)}));
   }
   const auto a_acl = aclnn::view_of(a, aclnn::Format::ND);
   const auto b_acl = aclnn::view_of(b, aclnn::Format::ND);
