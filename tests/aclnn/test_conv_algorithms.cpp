@@ -168,7 +168,10 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
   // Plan lines: "aclnn_cpu_verbose,plan,<api>,<primitive>,<algorithm>,..."; time lines:
   // "aclnn_cpu_verbose,exec,<api>,<primitive>,<algorithm>,<ms> ms".
   const std::string log = ::testing::internal::GetCapturedStderr();
-  const std::string ran = (a.primitive == "all" ? "" : "," + a.primitive) + "," + a.name + ",";
+  // An algorithm of several primitives ("all": the time-major forms, "backward": the fused
+  // depthwise pass) is named on the plan lines of each primitive it computes.
+  const bool several = a.primitive == "all" || a.primitive == "backward";
+  const std::string ran = (several ? "" : "," + a.primitive) + "," + a.name + ",";
   const std::string isa = ",isa=" + acltest::IsaInForce() + ",";
   const size_t count = acltest::VerbosePlanLines(log, ran).size();
   int timed = 0;
@@ -178,20 +181,24 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     EXPECT_NE(line.find(isa), std::string::npos) << line << " (expected" << isa << ")";
     // The blocking the algorithm chose, e.g. "blocking=cblock:64 rows:16 cols:1 ranges:2
     // chunk:0": every field a non-negative count, cblock/cols/ranges at least 1 (ConvTbc's
-    // per-tap GEMMs: "blocking=per-tap-gemms").
+    // per-tap GEMMs: "blocking=per-tap-gemms"; the fused depthwise pass:
+    // "blocking=per-channel-tasks").
     long cblock = -1, rows = -1, cols = -1, ranges = -1, chunk = -1;
     const size_t b = line.find(",blocking=");
     ASSERT_NE(b, std::string::npos) << line;
     const bool tbc = line.find(",tbc_") != std::string::npos;
+    const bool fused = line.find(",depthwise_fused,") != std::string::npos;
     EXPECT_EQ(tbc, line.find(",blocking=per-tap-gemms,") != std::string::npos) << line;
-    if (!tbc) {
+    EXPECT_EQ(fused, line.find(",blocking=per-channel-tasks,") != std::string::npos) << line;
+    if (!tbc && !fused) {
       ASSERT_EQ(std::sscanf(line.c_str() + b,
                             ",blocking=cblock:%ld rows:%ld cols:%ld ranges:%ld chunk:%ld", &cblock,
                             &rows, &cols, &ranges, &chunk),
                 5)
           << line;
     }
-    EXPECT_TRUE(tbc || (cblock >= 1 && rows >= 0 && cols >= 1 && ranges >= 1 && chunk >= 0))
+    EXPECT_TRUE(tbc || fused ||
+                (cblock >= 1 && rows >= 0 && cols >= 1 && ranges >= 1 && chunk >= 0))
         << line;
     // The arithmetic it runs: bf16 pairs only where the dot kernels or the AMX tiles run (the
     // bf16_dot and bf16_amx policies; the AMX tiles always for amx_gemm), and the plan line says
@@ -308,6 +315,47 @@ TEST(ConvAlgorithmPaths, ClDirectForwardStrided) {
   // AVX2: s31_outer (strided along the outer dims only) in each of its checks; without either
   // (tier none) cl_direct never runs.
   EXPECT_GE(strided, avx512 ? 4 * int(cases.size()) : avx2 ? 4 : 0) << log.substr(0, 3000);
+}
+
+// The list the diagnostics give is every path the planner can take, the time-major forms of
+// ConvTbc and the fused depthwise pass included (each under its stable name and the primitives
+// it computes), and whether each runs here is the CPU module's answer for its needs.
+TEST(ConvAlgorithmRegistry, ListsEveryPathWithItsPrimitivesAndWhereItRuns) {
+  const std::vector<Algo> all = Registered();
+  ASSERT_EQ(static_cast<int>(all.size()), aclnnCpuConvAlgorithmCount());
+  struct Expected {
+    const char* name;
+    const char* primitive;
+    bool runs_here;
+  };
+  const bool packed = acltest::PackedKernelsRun();  // tbc_convert needs our packed GEMM
+  for (Expected e : {Expected{"tbc_gemm", "all", true}, Expected{"tbc_convert", "all", packed},
+                     Expected{"tbc_bf16", "all", acltest::Bf16DotRuns()},
+                     Expected{"depthwise_fused", "backward", true}}) {
+    int found = 0;
+    for (const Algo& a : all) {
+      if (a.name != e.name) continue;
+      ++found;
+      EXPECT_EQ(a.primitive, e.primitive) << e.name;
+      EXPECT_EQ(a.runs_here, e.runs_here) << e.name << " on tier " << acltest::IsaInForce();
+    }
+    EXPECT_EQ(found, 1) << e.name << " is not listed once";
+  }
+  for (int i = 0; i < aclnnCpuConvAlgorithmCount(); ++i) {
+    const std::string prim = aclnnCpuConvAlgorithmPrimitive(i);
+    EXPECT_TRUE(prim == "forward" || prim == "backward_data" || prim == "backward_weight" ||
+                prim == "all" || prim == "backward")
+        << aclnnCpuConvAlgorithmName(i) << ": " << prim;
+  }
+  // Each primitive's list ends in one that applies to everything and runs everywhere.
+  for (const char* prim : {"forward", "backward_data", "backward_weight"}) {
+    bool any = false;
+    for (const Algo& a : all) any |= a.primitive == prim && a.runs_here;
+    EXPECT_TRUE(any) << "no " << prim << " algorithm runs here";
+  }
+  EXPECT_EQ(aclnnCpuConvAlgorithmRunsHere(-1), 0);
+  EXPECT_EQ(aclnnCpuConvAlgorithmRunsHere(aclnnCpuConvAlgorithmCount()), 0);
+  EXPECT_EQ(aclnnCpuConvAlgorithmPrimitive(-1), nullptr);
 }
 
 TEST(ConvAlgorithmRegistry, NamesAreListedOnceEach) {

@@ -7,7 +7,10 @@
 // and exactly 64 (the dot kernel's limit), 65 (beyond: the fp32 per-tap sums), kernel rows of 1
 // to 7 taps, dilation, asymmetric padding, a channel multiplier, 1d and 3d, and stride 2 (no
 // unit-stride kernel: the per-tap loops). Every case against the float64 naive reference, and
-// the plan must have run the fused pass (one time line for both gradients).
+// the plan must have run the fused pass (one time line for both gradients). The pass is the
+// registered algorithm depthwise_fused (a JobAlgorithm of both gradients, aclnn/DESIGN.md): the
+// planner takes it where it chooses depthwise_direct for both gradients, and
+// ACLNN_CPU_CONV_ALGO=depthwise_fused forces it wherever it applies.
 #include <string>
 #include <vector>
 
@@ -50,7 +53,7 @@ struct Form {
 };
 
 TEST(DepthwiseFused, EveryDtypeAndLayoutMatchesReference) {
-  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "depthwise_direct");
+  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "depthwise_fused");
   acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
   int calls = 0;
   ::testing::internal::CaptureStderr();
@@ -66,16 +69,66 @@ TEST(DepthwiseFused, EveryDtypeAndLayoutMatchesReference) {
   }
   const std::string log = ::testing::internal::GetCapturedStderr();
   // One time line per fused run, named for the data gradient; none for a separate weight pass.
-  EXPECT_GE(acltest::VerboseLines(log, "exec", ",backward_data,depthwise_direct,").size(),
+  // Both gradients' plan lines name the pass.
+  EXPECT_GE(acltest::VerboseLines(log, "exec", ",backward_data,depthwise_fused,").size(),
             size_t(calls));
   EXPECT_EQ(acltest::VerboseLines(log, "exec", ",backward_weight,").size(), 0u)
       << log.substr(0, 2000);
+  EXPECT_EQ(acltest::VerbosePlanLines(log, ",backward_data,depthwise_fused,").size(),
+            size_t(calls));
+  EXPECT_EQ(acltest::VerbosePlanLines(log, ",backward_weight,depthwise_fused,").size(),
+            size_t(calls));
+}
+
+// The plan lines of c's backward (dx, dw and gradBias unless masked) in fp32.
+std::string BackwardLog(ConvCase c) {
+  acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(acltest::CheckConvBackward(c));
+  return ::testing::internal::GetCapturedStderr();
+}
+
+// Unforced, the planner takes the fused pass exactly where it chooses depthwise_direct for both
+// gradients: a multiplier of at most 8 with both gradients asked; not for dx alone (the
+// per-primitive kernel), and not for 12 outputs a group (the GEMM lowerings), where forcing it
+// still runs it, correctly.
+TEST(DepthwiseFused, PlannerTakesItWhereDepthwiseDirectServesBothGradients) {
+  ConvCase c = Shapes()[0];  // 6 channels, multiplier 1, 3x3
+  std::string log = BackwardLog(c);
+  EXPECT_EQ(acltest::VerbosePlanLines(log, ",depthwise_fused,").size(), 2u) << log;
+  EXPECT_EQ(acltest::VerboseLines(log, "exec", ",backward_data,depthwise_fused,").size(), 1u)
+      << log;
+  c.mask = {true, false, true};  // dx and gradBias only
+  log = BackwardLog(c);
+  EXPECT_EQ(acltest::VerbosePlanLines(log, ",depthwise_fused,").size(), 0u) << log;
+  EXPECT_EQ(acltest::VerbosePlanLines(log, ",backward_data,depthwise_direct,").size(), 1u) << log;
+
+  ConvCase wide = acltest::MakeCase(
+      MakeGeom({2, 4, 9, 20}, {48, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 4), "mult12", 13);
+  log = BackwardLog(wide);
+  for (const char* part : {",backward_data,depthwise_", ",backward_weight,depthwise_"})
+    EXPECT_EQ(acltest::VerbosePlanLines(log, part).size(), 0u) << log;
+  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "depthwise_fused");
+  for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+    wide.layout = layout;
+    log = BackwardLog(wide);
+    EXPECT_EQ(acltest::VerbosePlanLines(log, ",depthwise_fused,").size(), 2u) << log;
+    EXPECT_NE(log.find("forced by ACLNN_CPU_CONV_ALGO"), std::string::npos) << log;
+  }
+}
+
+// Forcing depthwise_direct (the per-primitive algorithm) still fuses its two gradients, as the
+// planner did before the pass was registered: the pass follows the choices the forced lists made.
+TEST(DepthwiseFused, ForcingDepthwiseDirectFusesBothGradients) {
+  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "depthwise_direct");
+  const std::string log = BackwardLog(Shapes()[1]);
+  EXPECT_EQ(acltest::VerbosePlanLines(log, ",depthwise_fused,").size(), 2u) << log;
 }
 
 // gradBias is the sum of the stored dy, not of the fp16-rounded operand USE_FP16 computes with:
 // dy values that fp16 rounds away (1 + 2^-12 -> 1) would show in the sum of 4 x 20 x 48 of them.
 TEST(DepthwiseFused, UseFp16BiasSumsTheStoredValues) {
-  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "depthwise_direct");
+  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "depthwise_fused");
   ConvCase c =
       acltest::MakeCase(MakeGeom({4, 3, 20, 48}, {3, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3), "b", 11);
   c.cube = 2;

@@ -4,7 +4,9 @@
 // direct depthwise kernel, and the TBC path of per-tap GEMMs on the [T, B, C] buffers themselves.
 // Every case is checked against the float64 naive reference (backward, forward, and a bitwise
 // determinism rerun), contiguous and on non-contiguous layouts.
+#include <set>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -189,6 +191,66 @@ TEST(FastPathTbc, SixteenBitFormsMatchReference) {
       EXPECT_TRUE(acltest::CheckTbcForward({g, Layout::kContiguous, d.dt, d.cube}));
     }
   }
+}
+
+// The algorithms the plan lines of c's backward name (checked against the reference).
+std::set<std::string> TbcPlanAlgorithms(const acltest::TbcCase& c) {
+  acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(acltest::CheckTbcBackward(c));
+  std::set<std::string> names;
+  // "aclnn_cpu_verbose,plan,<api>,<primitive>,<algorithm>,..."
+  for (const std::string& line :
+       acltest::VerbosePlanLines(::testing::internal::GetCapturedStderr())) {
+    std::istringstream fields(line);
+    std::string f;
+    for (int i = 0; i < 5; ++i) std::getline(fields, f, ',');
+    names.insert(f);
+  }
+  return names;
+}
+
+std::string Joined(const std::set<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += n + " ";
+  return s;
+}
+
+// The time-major forms are registered algorithms (scope "all") that the planner picks by their
+// rules: tbc_gemm for fp32 views; tbc_bf16 for bf16 from ~4M multiply-adds where the dot kernels
+// run; tbc_convert for the other float forms where our packed GEMM runs, except bf16 on the AMX
+// tiles (amx_gemm on the packed views); none for views that are not time-major, and none while
+// ACLNN_CPU_CONV_ALGO forces another algorithm (which then runs on the time-major views).
+TEST(FastPathTbc, PlannerPicksTheFormsByTheirRules) {
+  using Names = std::set<std::string>;
+  const naive::TbcGeom big{97, 9, 72, 68, 3, 1}, small{9, 3, 5, 7, 3, 1};
+  const bool packed = acltest::PackedKernelsRun(), dot = acltest::Bf16DotRuns(),
+             amx = acltest::AmxTilesInForce() != "off";
+  auto no_form = [](const Names& n) {
+    for (const std::string& a : n)
+      if (a.rfind("tbc_", 0) == 0) return false;
+    return !n.empty();
+  };
+  EXPECT_EQ(TbcPlanAlgorithms({big, Layout::kContiguous}), Names{"tbc_gemm"});
+  EXPECT_EQ(TbcPlanAlgorithms({small, Layout::kContiguous}), Names{"tbc_gemm"});
+  const Names permuted = TbcPlanAlgorithms({big, Layout::kPermuted});
+  EXPECT_TRUE(no_form(permuted)) << Joined(permuted);
+  for (acltest::TbcCase c : {acltest::TbcCase{small, Layout::kContiguous, ACL_FLOAT16},
+                             acltest::TbcCase{big, Layout::kContiguous, ACL_FLOAT, 2}}) {
+    const Names got = TbcPlanAlgorithms(c);
+    EXPECT_TRUE(packed ? got == Names{"tbc_convert"} : no_form(got)) << Joined(got);
+  }
+  const Names bf16_big = TbcPlanAlgorithms({big, Layout::kContiguous, ACL_BF16});
+  EXPECT_TRUE(dot              ? bf16_big == Names{"tbc_bf16"}
+              : !amx && packed ? bf16_big == Names{"tbc_convert"}
+                               : no_form(bf16_big))
+      << Joined(bf16_big);
+  const Names bf16_small = TbcPlanAlgorithms({small, Layout::kContiguous, ACL_BF16});
+  EXPECT_TRUE(!amx && packed ? bf16_small == Names{"tbc_convert"} : no_form(bf16_small))
+      << Joined(bf16_small);
+  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "im2col_gemm");
+  const Names forced = TbcPlanAlgorithms({big, Layout::kContiguous});
+  EXPECT_TRUE(no_form(forced) && forced.count("im2col_gemm") == 1) << Joined(forced);
 }
 
 TEST(FastPathTbc, PerTapGemmsMatchReference) {

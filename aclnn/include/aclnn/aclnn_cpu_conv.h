@@ -16,8 +16,10 @@
  * (aclnn/aclnn_cpu_isa.h). "amx=model" marks the test library libaclnn_amx_model, whose AMX
  * kernels run on a software model of the tiles.
  *
- * The functions below list the registered algorithms (plus "tbc_gemm", the time-major 1-d path
- * that serves all three primitives at once). */
+ * The functions below list every registered algorithm: those of one primitive, then those of
+ * several at once ("tbc_gemm", "tbc_bf16", "tbc_convert": the time-major 1-d forms of ConvTbc,
+ * which serve all three primitives; "depthwise_fused": both gradients of a depthwise convolution
+ * in one pass over dy). Each can be forced by its name. */
 #ifndef ACLNN_ACLNN_CPU_CONV_H_
 #define ACLNN_ACLNN_CPU_CONV_H_
 
@@ -35,8 +37,9 @@ ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index);
  * ACLNN_CPU_MAX_ISA: aclnn/aclnn_cpu_isa.h), else 0 (also out of range). Elsewhere it never
  * applies, even when forced. */
 ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index);
-/* Its primitive: "forward", "backward_data", "backward_weight" or "all" (tbc_gemm); NULL out of
- * range. */
+/* Its primitive: "forward", "backward_data", "backward_weight", "all" (the tbc_* forms: every
+ * requested primitive) or "backward" (depthwise_fused: backward_data and backward_weight in one
+ * run, on the plan lines of both); NULL out of range. */
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index);
 /* Where the AMX kernels (bf16 on the tiles: algorithm "amx_gemm") run: 0 nowhere (no AMX within
  * the caps, or the bf16_amx policy off), 1 on this CPU's tiles, 2 on the software model of the

@@ -150,39 +150,6 @@ void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shi
 
 namespace {
 
-// Stride 1, dilation 1, one group, D and H trivial: one position that reads input position 0 (a
-// leading pad would put it in the padding, where the output gets nothing; found by the C-API
-// fuzzer).
-bool geometry_ok(const ConvJob& j) {
-  const ConvGeometry& g = j.g;
-  if (j.use_double || g.groups != 1 || g.N <= 0 || g.C_in <= 0 || g.C_out <= 0) return false;
-  for (int d = 0; d < 2; ++d)
-    if (g.in[d] != 1 || g.out[d] != 1 || g.k[d] != 1 || g.pad_before[d] != 0) return false;
-  return g.stride[2] == 1 && g.dil[2] == 1 && (j.out_y || j.out_x || j.out_w);
-}
-
-// Every activation involved is time-major, every weight has C_out contiguous.
-bool views_ok(const ConvJob& j) {
-  auto act_ok = [](const std::optional<View5>& v) { return !v || tbc::time_major(*v); };
-  auto w_ok = [](const std::optional<View5>& v) { return !v || tbc::weight_ok(*v); };
-  const bool need_x = j.out_y || j.out_w, need_y = j.out_x || j.out_w, need_w = j.out_y || j.out_x;
-  if ((need_x && !j.x) || (need_y && !j.y) || (need_w && !j.w)) return false;
-  return act_ok(need_x ? j.x : std::nullopt) && act_ok(need_y ? j.y : std::nullopt) &&
-         w_ok(need_w ? j.w : std::nullopt) && act_ok(j.out_y) && act_ok(j.out_x) && w_ok(j.out_w);
-}
-
-// Whether every tensor the job reads or writes (bias included) has a dtype in `ok`.
-template <typename Ok>
-bool dtypes_are(const ConvJob& j, Ok ok) {
-  for (const auto* v : {&j.x, &j.w, &j.y, &j.bias, &j.out_y, &j.out_x, &j.out_w})
-    if (*v && !ok((*v)->dtype)) return false;
-  return true;
-}
-
-bool float_kind(aclDataType d) {
-  return d == ACL_FLOAT || d == ACL_FLOAT16 || d == ACL_BF16;
-}
-
 // dW_k[:, o-block] = sum_r X[r + (k - pad) B]^T . dY[r][o-block]: one task per output-channel
 // block runs every tap, a chunk of kWeightRows output rows at a time, so the taps' GEMMs find the
 // chunk's x and dy rows in cache instead of streaming all of x from memory once per tap; each
@@ -226,90 +193,10 @@ void weight_gradient(const ConvJob& j, int slots, int64_t slot_elems, float* pac
   });
 }
 
-}  // namespace
-
-constexpr double kBf16MinMacs = double(1 << 22);
-
-const char* tbc_name(TbcMode mode) {
-  switch (mode) {
-    case TbcMode::kF32:
-      return "tbc_gemm";
-    case TbcMode::kBf16:
-      return "tbc_bf16";
-    case TbcMode::kConvert:
-      return "tbc_convert";
-    default:
-      return "none";
-  }
-}
-
-TbcMode tbc_mode(const ConvJob& j, const Problem& p) {
-  if (!geometry_ok(j) || !views_ok(j)) return TbcMode::kNone;
-  const bool f32 =
-      j.round == Round::kNone && dtypes_are(j, [](aclDataType d) { return d == ACL_FLOAT; });
-  // problem.bf16_dot: every input bf16 (no fp16 rounding) and the dot kernels run.
-  const bool bf16 =
-      p.bf16 && p.bf16_dot && dtypes_are(j, float_kind) && (!j.bias || j.bias->dtype == ACL_BF16);
-  const bool convert = p.packed_gemm() && dtypes_are(j, float_kind);
-  if (any_algorithm_forced()) {
-    if (f32 && algorithm_forced(tbc_name(TbcMode::kF32))) return TbcMode::kF32;
-    if (bf16 && algorithm_forced(tbc_name(TbcMode::kBf16))) return TbcMode::kBf16;
-    if (convert && algorithm_forced(tbc_name(TbcMode::kConvert))) return TbcMode::kConvert;
-    return TbcMode::kNone;
-  }
-  // The bf16 pair kernels from ~4M multiply-adds (vdpbf16ps reads bf16 subnormals as zero, so
-  // small problems, which gain nothing from them, stay exact); other dtypes convert as they read
-  // wherever our packed GEMM runs (AVX-512 or AVX2), so no whole-tensor copy is made.
-  // bf16 on the AMX tiles (the bf16_amx policy): no time-major form; the regular path packs the
-  // views to [N, C, T] and runs amx_gemm, whose tile products outrun every form here.
-  const bool big = p.macs() >= kBf16MinMacs;
-  const bool amx = p.bf16 && p.bf16_amx && dtypes_are(j, float_kind);
-  return f32           ? TbcMode::kF32
-         : bf16 && big ? TbcMode::kBf16
-         : amx         ? TbcMode::kNone
-         : convert     ? TbcMode::kConvert
-                       : TbcMode::kNone;
-}
-
-TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slots) {
-  if (mode == TbcMode::kBf16) return tbc_bf16_scratch(job, slots);
-  if (mode == TbcMode::kConvert) return tbc_convert_scratch(job, slots);
-  TbcScratch s;
-  s.pack_elems = own_gemm ? gemm::pack_elems() : 0;
-  s.slot = tbc::align64(s.pack_elems * static_cast<int64_t>(sizeof(float)));
-  if (s.pack_elems == 0) return s;
-  const ConvGeometry& g = job.g;  // the packed weight taps and source rows of forward / data
-  const int64_t B = g.N, K = g.k[2];
-  int64_t taps = 0, rows = 0;
-  if (job.out_y) {
-    taps = PackedTaps::floats(K, g.C_in, g.C_out);
-    rows = source_rows_elems(B, K, g.C_in);
-  }
-  if (job.out_x) {
-    taps = std::max(taps, PackedTaps::floats(K, g.C_out, g.C_in));
-    rows = std::max(rows, source_rows_elems(B, K, g.C_out));
-  }
-  s.shared = tbc::align64(taps * static_cast<int64_t>(sizeof(float)));
-  s.slot = tbc::align64((s.pack_elems + rows) * static_cast<int64_t>(sizeof(float)));
-  return s;
-}
-
-bool tbc_fuses_bias(const ConvJob& job, TbcMode mode) {
-  return mode != TbcMode::kNone && job.out_w && job.out_bias && job.y &&
-         job.bias_sum_of == ConvJob::BiasOf::kY && job.out_bias->numel() == job.g.C_out;
-}
-
-void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive prim, int slots,
-             char* scratch, float* bias_out) {
-  if (mode == TbcMode::kBf16) return tbc_run_bf16(job, s, prim, slots, scratch, bias_out);
-  if (mode == TbcMode::kConvert) return tbc_run_convert(job, s, prim, slots, scratch, bias_out);
-  float* pack = s.pack_elems > 0 ? reinterpret_cast<float*>(scratch + s.shared) : nullptr;
-  tbc_run_f32(job, prim, slots, s.slot / static_cast<int64_t>(sizeof(float)), pack,
-              reinterpret_cast<float*>(scratch), bias_out);
-}
-
-void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, float* pack,
-                 float* taps_buf, float* bias_out) {
+// Primitive `prim` of `j`: `pack` the slots' packing scratch (slot_elems floats apart, null:
+// OpenBLAS), `taps_buf` the shared packed weight taps.
+void run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, float* pack,
+             float* taps_buf, float* bias_out) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
   // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].
@@ -340,6 +227,36 @@ void tbc_run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems
   // dW_k[:, o-block] = sum_t X[t + k - pad]^T . dY[t][:, o-block]: one GEMM per (tap, output
   // channel block) with all input channels as M, so each task packs its share of dY once.
   if (prim == Primitive::kBackwardWeight) weight_gradient(j, slots, slot_elems, pack, bias_out);
+}
+
+}  // namespace
+
+TbcScratch tbc_gemm_scratch(const ConvJob& job, bool own_gemm) {
+  TbcScratch s;
+  s.pack_elems = own_gemm ? gemm::pack_elems() : 0;
+  s.slot = tbc::align64(s.pack_elems * static_cast<int64_t>(sizeof(float)));
+  if (s.pack_elems == 0) return s;
+  const ConvGeometry& g = job.g;  // the packed weight taps and source rows of forward / data
+  const int64_t B = g.N, K = g.k[2];
+  int64_t taps = 0, rows = 0;
+  if (job.out_y) {
+    taps = PackedTaps::floats(K, g.C_in, g.C_out);
+    rows = source_rows_elems(B, K, g.C_in);
+  }
+  if (job.out_x) {
+    taps = std::max(taps, PackedTaps::floats(K, g.C_out, g.C_in));
+    rows = std::max(rows, source_rows_elems(B, K, g.C_out));
+  }
+  s.shared = tbc::align64(taps * static_cast<int64_t>(sizeof(float)));
+  s.slot = tbc::align64((s.pack_elems + rows) * static_cast<int64_t>(sizeof(float)));
+  return s;
+}
+
+void tbc_run_gemm(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
+                  float* bias_out) {
+  float* pack = s.pack_elems > 0 ? reinterpret_cast<float*>(scratch + s.shared) : nullptr;
+  run_f32(job, prim, slots, s.slot / static_cast<int64_t>(sizeof(float)), pack,
+          reinterpret_cast<float*>(scratch), bias_out);
 }
 
 }  // namespace aclnn_cpu::conv

@@ -9,7 +9,7 @@
 //   backward_weight  dW_k   = sum_r X[r + (k - pad) B]^T . dY[r]   (over the rows where both exist)
 //
 // A row shifted outside [0, T*B) is a time step in the padding: it contributes nothing. Three
-// named forms, one per way of reading the operands:
+// named forms (registered JobAlgorithms, job_algorithm.h), one per way of reading the operands:
 //   tbc_gemm     fp32 views as they are: our sgemm on the caller's rows (tbc_gemm.cpp).
 //   tbc_bf16     bf16 views with the AVX512_BF16 pair kernels (tbc_bf16.cpp), fp32 accumulation.
 //   tbc_convert  any float dtype or cubeMathType rounding: each task converts the rows it reads
@@ -25,39 +25,26 @@
 
 #include "conv/engine/algorithm.h"
 #include "conv/engine/engine.h"
+#include "conv/engine/job_algorithm.h"
 
 namespace aclnn_cpu::conv {
 
-enum class TbcMode { kNone, kF32, kBf16, kConvert };
-const char* tbc_name(TbcMode mode);
+// The three forms are registered JobAlgorithms of scope kAll (algo_tbc.cpp: when each applies
+// and is preferred); these are their bodies.
+//
+// Scratch of one run (JobScratch): `shared` bytes for all tasks (packed weights, bias) and `slot`
+// bytes per thread slot (64-byte multiples), the largest over the requested primitives.
+using TbcScratch = JobScratch;
 
-// The form `job` runs on (kNone: not a time-major problem, or no form applies). `problem` says
-// the ISA and whether the bf16 dot kernels may read its inputs; ACLNN_CPU_CONV_ALGO naming one of
-// the forms forces it where it applies (and refuses the others).
-TbcMode tbc_mode(const ConvJob& job, const Problem& problem);
-
-// Scratch of one run: `shared` bytes for all tasks (packed weights, bias) and `slot` bytes per
-// thread slot (64-byte multiples), the largest over the requested primitives.
-struct TbcScratch {
-  int64_t shared = 0, slot = 0;
-  int64_t pack_elems = 0;  // the sgemm packing scratch (floats) at the start of each slot
-};
-TbcScratch tbc_scratch(const ConvJob& job, TbcMode mode, bool own_gemm, int slots);
-
-// Whether the weight gradient of `mode` also sums the bias gradient of `job` (its weight tasks
-// read every dy row anyway).
-bool tbc_fuses_bias(const ConvJob& job, TbcMode mode);
-
-// Runs primitive `prim` of `job` (its out_y, out_x or out_w, which the job must ask for). Must
-// run inside the executor's task arena of `slots` threads; `scratch` holds shared + slots * slot
-// bytes (64-byte aligned), or is null when both are 0 (OpenBLAS GEMMs). Where tbc_fuses_bias,
-// the weight gradient also writes the bias gradient to `bias_out` (C_out floats).
-void tbc_run(const ConvJob& job, TbcMode mode, const TbcScratch& s, Primitive prim, int slots,
-             char* scratch, float* bias_out);
-
-// The forms' bodies (tbc_gemm.cpp, tbc_bf16.cpp, tbc_convert.cpp).
-void tbc_run_f32(const ConvJob& job, Primitive prim, int slots, int64_t slot_elems, float* pack,
-                 float* taps_buf, float* bias_out);
+// tbc_gemm (tbc_gemm.cpp): its scratch (none without our packed GEMM: `own_gemm` false), and
+// primitive `prim` of `job` (its out_y, out_x or out_w, which the job must ask for), inside the
+// executor's task arena of `slots` threads; `scratch` holds shared + slots * slot bytes (64-byte
+// aligned), or is null when both are 0 (OpenBLAS GEMMs). With `bias_out`, the weight gradient
+// also writes the bias gradient there (C_out floats).
+TbcScratch tbc_gemm_scratch(const ConvJob& job, bool own_gemm);
+void tbc_run_gemm(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
+                  float* bias_out);
+// tbc_bf16 (tbc_bf16.cpp) and tbc_convert (tbc_convert.cpp), the same way.
 TbcScratch tbc_bf16_scratch(const ConvJob& job, int slots);
 void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
                   float* bias_out);

@@ -1,5 +1,6 @@
 // The convolution algorithm registry: for each primitive of a regular ConvGeometry, a list of
 // named algorithms in order of preference, and the one planner that picks one per call in phase 1.
+// (Algorithms of several primitives at once, planned on the call's views: job_algorithm.h.)
 //
 //   forward          y  [N, C_out, S_out] = conv(x [N, C_in, S_in], w [C_out, Cig*K])
 //   backward_data    dx [N, C_in,  S_in]  = dL/dx given dy [N, C_out, S_out] and w

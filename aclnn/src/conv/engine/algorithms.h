@@ -1,5 +1,7 @@
-// The registered convolution algorithms (each defined in its conv/algo_*.cpp); planner.cpp lists
-// them per primitive in order of preference.
+// The registered convolution algorithms of one primitive (each defined in its
+// conv/algorithms/algo_*.cpp); planner.cpp lists them per primitive in order of preference. The
+// algorithms of several primitives (the time-major forms, the fused depthwise pass) are declared
+// in job_algorithm.h.
 #pragma once
 
 #include "conv/engine/algorithm.h"

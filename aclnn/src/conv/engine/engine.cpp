@@ -12,9 +12,8 @@
 #include "conv/algorithms/algo_support.h"
 #include "conv/engine/algorithm.h"
 #include "conv/engine/engine_plan.h"
-#include "conv/kernels/depthwise/depthwise.h"
+#include "conv/engine/job_algorithm.h"
 #include "conv/kernels/grid/direct_grid.h"
-#include "conv/algorithms/tbc_gemm.h"
 #include "error.h"
 #include "gemm/amx_gemm.h"
 #include "gemm/sgemm.h"
@@ -105,24 +104,24 @@ double run_primitive(const char* api, const Plan& p, Primitive prim, Operands<T>
   return ms;
 }
 
-// Phase 2 of a time-major plan (tbc_gemm.h): the operands are read in place, only the forms'
-// scratch (and gradBias, if not in place) is in the workspace. Inside the executor's arena.
-template <typename T>
-void execute_tbc(const char* api, const Plan& p, char* ws) {
+// Phase 2 of a plan whose JobAlgorithm computes the whole call (scope kAll: the time-major forms
+// of ConvTbc): the operands are read in place, only its scratch (and gradBias, if not in place) is
+// in the workspace. Inside the executor's arena. fp32 only (its plan refuses fp64).
+void execute_whole_job(const char* api, const Plan& p, char* ws) {
   const ConvJob& j = p.job;
-  char* scratch = p.scratch != kNotInWorkspace ? ws + p.scratch : nullptr;
-  T* bias_out = j.out_bias ? buffer<T>(j.out_bias, p.out_bias, ws) : nullptr;
-  const bool fused = bias_out && tbc_fuses_bias(j, p.tbc);  // summed by the weight tasks
+  const JobChoice& c = *p.combined;
+  JobOperands o;
+  o.scratch = p.scratch != kNotInWorkspace ? ws + p.scratch : nullptr;
+  float* bias_out = j.out_bias ? buffer<float>(j.out_bias, p.out_bias, ws) : nullptr;
+  o.bias = bias_out;
+  bool bias_summed = false;  // by the weight tasks, as they read dy
   for (int i = 0; i < kPrimitiveCount; ++i) {
     if (!requested(j, i)) continue;
     const auto t0 = std::chrono::steady_clock::now();
-    float* fused_out = nullptr;
-    if constexpr (std::is_same_v<T, float>) fused_out = fused ? bias_out : nullptr;
-    tbc_run(j, p.tbc, p.tbc_scratch, static_cast<Primitive>(i), p.problem.slots, scratch,
-            fused_out);
-    if (verbose()) print_exec(api, static_cast<Primitive>(i), tbc_name(p.tbc), ms_since(t0));
+    bias_summed |= c.algo->run(j, p.problem, c.fit, static_cast<Primitive>(i), o);
+    if (verbose()) print_exec(api, static_cast<Primitive>(i), c.algo->name, ms_since(t0));
   }
-  if (bias_out && !fused)
+  if (bias_out && !bias_summed)
     channel_sum(*(j.bias_sum_of == ConvJob::BiasOf::kX ? j.x : j.y), bias_out);
   if (bias_out && p.out_bias != kNotInWorkspace) unpack(bias_out, *j.out_bias);
 }
@@ -145,8 +144,8 @@ class Execution {
     T* ow = j_.out_w ? buffer<T>(j_.out_w, p_.out_w, ws_) : nullptr;
     T* ob = j_.out_bias ? buffer<T>(j_.out_bias, p_.out_bias, ws_) : nullptr;
     bool fused = false, fused_bias = false;
-    if constexpr (std::is_same_v<T, float>) fused = fused_depthwise(ow, ob, &fused_bias);
-    if (j_.out_x && !fused)  // (fused_depthwise never runs where the kernel stores bf16 dx)
+    if constexpr (std::is_same_v<T, float>) fused = fused_backward(ow, ob, &fused_bias);
+    if (j_.out_x && !fused)
       per_sample(Primitive::kBackwardData, j_.out_x, p_.out_x, g.C_in, g.in_size(), g.C_out,
                  g.out_size());
     if (ow && !fused) {
@@ -258,24 +257,20 @@ class Execution {
     if (verbose()) print_exec(api_, prim, p_.choice[static_cast<int>(prim)]->algo->name, ms);
   }
 
-  // Both gradients of a one-channel-per-group conv as one pass over dy (depthwise.h), on the
-  // inputs as stored (depthwise_direct reads sources), dx stored into its view, and gradBias
-  // (into ob) summed from the dy planes it reads where they are exact (*fused_bias). Returns
-  // whether it ran.
-  bool fused_depthwise(T* ow, T* ob, bool* fused_bias) const {
-    T* ox =
-        j_.out_x && p_.chunk[1] == 0 && !p_.out16[1] ? buffer<T>(j_.out_x, p_.out_x, ws_) : nullptr;
-    if (!ox || !ow || !fuses_depthwise(p_)) return false;
-    float* scratch =
-        p_.scratch != kNotInWorkspace ? reinterpret_cast<float*>(ws_ + p_.scratch) : nullptr;
-    const Source dy = source(y_raw_, j_.y);
-    float* db =
-        ob && j_.bias_sum_of == ConvJob::BiasOf::kY && depthwise_sums_bias(dy) ? ob : nullptr;
-    *fused_bias = db != nullptr;
+  // Both gradients as one pass (Plan::combined of scope kBackward, e.g. depthwise_fused) on the
+  // inputs as stored, dx stored into its view, dw into `ow`, and gradBias (into ob) where the pass
+  // sums it (*fused_bias). Returns whether it ran.
+  bool fused_backward(float* ow, float* ob, bool* fused_bias) const {
+    if (!p_.combined || p_.combined->algo->scope != JobScope::kBackward) return false;
+    const JobChoice& c = *p_.combined;
+    JobOperands o;
+    o.scratch = p_.scratch != kNotInWorkspace ? ws_ + p_.scratch : nullptr;
+    o.bias = ob;
+    o.x = source(x_raw_, j_.x), o.w = source(w_raw_, j_.w), o.y = source(y_raw_, j_.y);
+    o.dw = ow;
     const auto t0 = std::chrono::steady_clock::now();
-    depthwise_backward(j_.g, {source(x_raw_, j_.x), dy, source(w_raw_, j_.w), &*j_.out_x, ow, db,
-                              scratch, p_.problem.slots});
-    if (verbose()) print_exec(api_, Primitive::kBackwardData, "depthwise_direct", ms_since(t0));
+    *fused_bias = c.algo->run(j_, p_.problem, c.fit, Primitive::kBackwardData, o);
+    if (verbose()) print_exec(api_, Primitive::kBackwardData, c.algo->name, ms_since(t0));
     return true;
   }
 
@@ -291,7 +286,9 @@ template <typename T>
 void execute(const char* api, const Plan& p, char* ws) {
   if (ws) ws += (kAlign - reinterpret_cast<uintptr_t>(ws) % kAlign) % kAlign;
   p.arena->execute([&] {
-    if (p.tbc != TbcMode::kNone) return execute_tbc<T>(api, p, ws);
+    if (p.combined && p.combined->algo->scope == JobScope::kAll) {
+      if constexpr (std::is_same_v<T, float>) return execute_whole_job(api, p, ws);
+    }
     Execution<T>(api, p, ws).run();
   });
 }

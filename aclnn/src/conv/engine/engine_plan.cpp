@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "conv/algorithms/algo_support.h"
-#include "conv/kernels/depthwise/depthwise.h"
 #include "conv/kernels/grid/direct_grid.h"
 #include "cpu/cpu.h"
 #include "error.h"
@@ -58,22 +57,15 @@ std::string describe(const ConvGeometry& g) {
   return os.str();
 }
 
-// The time-major forms (tbc_gemm.h) need only their scratch (and the gradBias buffer if not in
-// place). One is taken unless ACLNN_CPU_CONV_ALGO names other algorithms only.
-constexpr double kTbcOwnGemmMinMacs = double(1 << 22);
-bool plan_tbc(Plan& p) {
+// A JobAlgorithm for the whole call (scope kAll: the time-major forms), if one is taken: it needs
+// only its scratch (and the gradBias buffer if not in place).
+bool plan_whole_job(Plan& p) {
   const ConvJob& j = p.job;
-  if (j.use_double) return false;
-  p.tbc = tbc_mode(j, p.problem);
-  if (p.tbc == TbcMode::kNone) return false;
-  const ConvGeometry& g = j.g;
-  const double macs = static_cast<double>(g.N) * g.C_out * g.out[2] * g.C_in * g.k[2];
-  const bool own_gemm =
-      gemm::pack_elems() > 0 && (macs >= kTbcOwnGemmMinMacs || any_algorithm_forced());
-  p.tbc_scratch = tbc_scratch(j, p.tbc, own_gemm, p.problem.slots);
+  p.combined = choose_job_algorithm(JobScope::kAll, JobProblem{&j, p.problem});
+  if (!p.combined) return false;
   Layout layout;
   p.out_bias = reserve<float>(layout, true, j.out_bias, Round::kNone);
-  const TbcScratch& s = p.tbc_scratch;
+  const JobScratch& s = p.combined->fit.scratch;
   const unsigned __int128 bytes =
       static_cast<unsigned __int128>(s.slot) * p.problem.slots + static_cast<uint64_t>(s.shared);
   if (bytes > 0) p.scratch = layout.add(bytes);
@@ -155,28 +147,25 @@ InputUse input_use(const Plan& p) {
       {true, true, false}, {false, true, true}, {true, false, true}};
   InputUse u;
   for (int i = 0; i < kPrimitiveCount; ++i) {
-    if (!p.choice[i]) continue;
+    if (!p.choice[i] || combined_covers(p, i)) continue;
     for (int k = 0; k < 3; ++k) (reads_raw(p, *p.choice[i]) ? u.raw[k] : u.t[k]) |= kReads[i][k];
   }
+  if (p.combined && p.combined->algo->scope == JobScope::kBackward)  // x, w and y
+    for (int k = 0; k < 3; ++k) (p.combined->algo->reads_sources ? u.raw[k] : u.t[k]) = true;
   return u;
 }
 
-bool fuses_depthwise(const Plan& p) {
-  const ConvJob& j = p.job;
-  auto depthwise = [&](int i) {
-    return p.choice[i] && p.choice[i]->algo->name == std::string_view("depthwise_direct");
-  };
-  return !p.problem.fp64 && j.out_x && j.out_w && depthwise(1) && depthwise(2) &&
-         depthwise_fuses(j.g) && !(j.bias && j.bias->numel() > 0);
+bool combined_covers(const Plan& p, int prim) {
+  if (!p.combined) return false;
+  return p.combined->algo->scope == JobScope::kAll || prim != static_cast<int>(Primitive::kForward);
 }
 
 bool weight_sums_bias(const Plan& p) {
   const ConvJob& j = p.job;
   const std::optional<Choice>& c = p.choice[static_cast<int>(Primitive::kBackwardWeight)];
   // (An empty batch or no input channels: no weight task would run to zero the sums.)
-  if (p.problem.fp64 || p.tbc != TbcMode::kNone || !c || !c->b.sums_bias || !j.out_bias ||
-      j.g.N <= 0 || j.g.cin_g() <= 0 || j.out_bias->numel() == 0 ||
-      j.bias_sum_of != ConvJob::BiasOf::kY || !j.y || fuses_depthwise(p))
+  if (p.problem.fp64 || p.combined || !c || !c->b.sums_bias || !j.out_bias || j.g.N <= 0 ||
+      j.g.cin_g() <= 0 || j.out_bias->numel() == 0 || j.bias_sum_of != ConvJob::BiasOf::kY || !j.y)
     return false;
   SrcKind kind = SrcKind::kF32;
   if (c->bf16) return true;  // the dot kernels read the bf16 bits as stored
@@ -191,7 +180,7 @@ bool weight_sums_bias(const Plan& p) {
 
 template <typename T>
 void plan_workspace(Plan& p) {
-  if (plan_tbc(p)) return;
+  if (plan_whole_job(p)) return;
   const ConvJob& j = p.job;
   p.chunk[0] = output_chunk<T>(j.out_y, j.g.N);
   p.chunk[1] = output_chunk<T>(j.out_x, j.g.N);
@@ -211,17 +200,22 @@ void plan_workspace(Plan& p) {
     }
     p.out16[i] = stores16(p, i);
   }
-  // One scratch region for the final choices (the primitives run one after another).
+  // Both gradients in one pass (a JobAlgorithm of scope kBackward), consulted after their
+  // choices. It writes dx into its view: no dx buffer, no runs of a few samples, no bf16 store.
+  if (p.choice[1] && p.choice[2])
+    p.combined = choose_job_algorithm(JobScope::kBackward,
+                                      JobProblem{&j, p.problem, &*p.choice[1], &*p.choice[2]});
+  const bool fused = p.combined.has_value();
+  if (fused) p.chunk[1] = 0, p.out16[1] = false;
+  // One scratch region for the final choices (the primitives run one after another; those a
+  // fused pass replaces are counted too, as they are planned).
   unsigned __int128 scratch = 0;
   for (const std::optional<Choice>& c : p.choice)
     if (c) scratch = std::max(scratch, scratch_bytes<T>(*c, p.problem.slots));
-  // The fused depthwise pass writes dx plane by plane into its view: no dx buffer.
-  const bool fused = fuses_depthwise(p);
   if (fused) {
-    p.chunk[1] = 0;
-    const int64_t elems =
-        depthwise_fused_scratch(j.g, p.problem.slots, p.problem.converts, *j.out_x);
-    scratch = std::max(scratch, static_cast<unsigned __int128>(elems) * sizeof(T));
+    const JobScratch& s = p.combined->fit.scratch;
+    scratch = std::max(scratch, static_cast<unsigned __int128>(s.slot) * p.problem.slots +
+                                    static_cast<uint64_t>(s.shared));
   }
   const InputUse use = input_use(p);
   Layout layout;
@@ -245,17 +239,17 @@ void print_plan(const char* api, const Plan& p) {
   const std::string geo = describe(p.job.g);
   for (int i = 0; i < kPrimitiveCount; ++i) {
     if (!requested(p.job, i)) continue;
-    const bool tbc = p.tbc != TbcMode::kNone;
-    const char* name = tbc ? tbc_name(p.tbc) : p.choice[i]->algo->name;
-    std::string why = tbc ? "time-major 1-d views" : p.choice[i]->why;
+    const bool combined = combined_covers(p, i);
+    const char* name = combined ? p.combined->algo->name : p.choice[i]->algo->name;
+    std::string why = combined ? p.combined->why : p.choice[i]->why;
     if (i == static_cast<int>(Primitive::kBackwardWeight) && weight_sums_bias(p))
       why += "; gradBias summed in this pass";
-    // ConvTbc's per-tap GEMMs split time steps by their own rule (tbc_gemm.h).
+    // A JobAlgorithm splits its work by its own rule (e.g. ConvTbc's per-tap GEMMs).
     const std::string blocking =
-        tbc ? "per-tap-gemms" : describe_blocking(p.choice[i]->b, p.chunk[i]);
+        combined ? p.combined->algo->blocking : describe_blocking(p.choice[i]->b, p.chunk[i]);
     // What the products are computed on: double, bf16 pairs (the dot kernels or the AMX tiles),
     // or fp32.
-    const bool bf16 = tbc ? p.tbc == TbcMode::kBf16 : p.choice[i]->bf16;
+    const bool bf16 = combined ? p.combined->algo->bf16_only : p.choice[i]->bf16;
     const char* math = p.problem.fp64 ? "f64" : bf16 ? "bf16" : "f32";
     std::fprintf(stderr,
                  "aclnn_cpu_verbose,plan,%s,%s,%s,%s %s,threads=%d,workspace=%llu,isa=%s,"

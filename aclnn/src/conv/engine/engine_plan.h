@@ -1,5 +1,6 @@
 // Phase 1 of the convolution engine (engine.h): the plan of one call, that is the algorithm chosen
-// for each requested primitive (algorithm.h) and the workspace carved into dense input copies,
+// for each requested primitive (algorithm.h), or a JobAlgorithm for several of them
+// (job_algorithm.h), and the workspace carved into dense input copies,
 // output buffers and the algorithms' scratch. Phase 2 (engine.cpp) executes it. Internal to the
 // engine.
 #pragma once
@@ -12,7 +13,7 @@
 
 #include "conv/engine/algorithm.h"
 #include "conv/engine/engine.h"
-#include "conv/algorithms/tbc_gemm.h"
+#include "conv/engine/job_algorithm.h"
 
 namespace aclnn_cpu::conv {
 
@@ -25,8 +26,10 @@ struct Plan {
   std::shared_ptr<tbb::task_arena> arena;  // concurrency <= problem.slots
   Problem problem;
   std::optional<Choice> choice[kPrimitiveCount];  // forward, backward_data, backward_weight
-  TbcMode tbc = TbcMode::kNone;  // time-major 1-d: per-tap GEMMs on the caller's rows
-  TbcScratch tbc_scratch;        //   their scratch (shared + per slot)
+  // A JobAlgorithm that computes several of them: scope kAll (the whole call on its own views: no
+  // choice[] then, only its scratch and gradBias in the workspace) or kBackward (both gradients
+  // in one pass, in place of the runs of choice[1] and choice[2]).
+  std::optional<JobChoice> combined;
   // Workspace offsets of the dense compute copies / results, and of the algorithms' scratch
   // (one region: the primitives run one after another).
   uint64_t x = kNotInWorkspace, w = kNotInWorkspace, y = kNotInWorkspace, bias = kNotInWorkspace;
@@ -59,9 +62,8 @@ struct InputUse {
 };
 InputUse input_use(const Plan& p);
 
-// Whether both gradients run as one fused depthwise pass (depthwise.h) on the inputs as stored
-// (without a bias gradient to add to dx).
-bool fuses_depthwise(const Plan& p);
+// Whether primitive `prim` is computed by the plan's JobAlgorithm (Plan::combined).
+bool combined_covers(const Plan& p, int prim);
 
 // Whether the chosen weight algorithm sums gradBias as it reads dy (Blocking::sums_bias), so the
 // engine hands it the gradBias buffer (Operands::bias) and skips channel_sum: fp32 arithmetic,

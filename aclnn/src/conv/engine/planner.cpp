@@ -1,17 +1,20 @@
-// The registry lists and the planner of algorithm.h.
+// The registry lists and the planners of algorithm.h and job_algorithm.h, and the diagnostics of
+// aclnn/aclnn_cpu_conv.h, derived from the lists.
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "conv/engine/algorithm.h"
 #include "aclnn/aclnn_cpu_conv.h"
 #include "conv/engine/algorithms.h"
+#include "conv/engine/job_algorithm.h"
 #include "conv/kernels/grid/direct_grid.h"
-#include "conv/algorithms/tbc_gemm.h"
 #include "gemm/amx_gemm.h"
 #include "gemm/sgemm.h"
 
@@ -44,6 +47,21 @@ constexpr std::array<const Algorithm*, F + D + W> concat(const Algorithm* const 
   return all;
 }
 constexpr auto kAll = concat(kForward, kData, kWeight);
+
+// The JobAlgorithms (job_algorithm.h): the time-major forms, consulted before the lists above,
+// and the fused backward passes, consulted after them; every one of them, derived from the two.
+constexpr const JobAlgorithm* kWholeJob[] = {&kTbcGemm, &kTbcBf16, &kTbcConvert};
+constexpr const JobAlgorithm* kFusedBackward[] = {&kDepthwiseFused};
+template <size_t A, size_t B>
+constexpr std::array<const JobAlgorithm*, A + B> concat_jobs(const JobAlgorithm* const (&a)[A],
+                                                             const JobAlgorithm* const (&b)[B]) {
+  std::array<const JobAlgorithm*, A + B> all{};
+  size_t i = 0;
+  for (const JobAlgorithm* x : a) all[i++] = x;
+  for (const JobAlgorithm* x : b) all[i++] = x;
+  return all;
+}
+constexpr auto kAllJobs = concat_jobs(kWholeJob, kFusedBackward);
 
 // The comma-separated names of ACLNN_CPU_CONV_ALGO, or empty.
 std::string_view forced_list() {
@@ -79,6 +97,19 @@ std::span<const Algorithm* const> algorithms(Primitive p) {
 
 std::span<const Algorithm* const> all_algorithms() {
   return kAll;
+}
+
+const char* job_scope_name(JobScope s) {
+  return s == JobScope::kAll ? "all" : "backward";
+}
+
+std::span<const JobAlgorithm* const> job_algorithms(JobScope scope) {
+  if (scope == JobScope::kAll) return kWholeJob;
+  return kFusedBackward;
+}
+
+std::span<const JobAlgorithm* const> all_job_algorithms() {
+  return kAllJobs;
 }
 
 bool algorithm_forced(const char* name) {
@@ -149,50 +180,89 @@ Choice choose_algorithm(Primitive prim, Problem problem) {
   return Choice{last, last->plan(problem).b, "fallback"};
 }
 
+std::optional<JobChoice> choose_job_algorithm(JobScope scope, const JobProblem& jp) {
+  const auto list = job_algorithms(scope);
+  // Forced: the first named one that can run here and applies.
+  if (any_algorithm_forced()) {
+    for (const JobAlgorithm* a : list) {
+      if (!algorithm_forced(a->name) || !cpu::may_use(a->needs)) continue;
+      JobFit fit = a->plan(jp);
+      if (fit.applies) return JobChoice{a, fit, "forced by ACLNN_CPU_CONV_ALGO"};
+    }
+    // The whole-call forms yield to the forced per-primitive algorithms, which then run on the
+    // call's views; a fused pass follows the choices those made (its preference).
+    if (scope == JobScope::kAll) return std::nullopt;
+  }
+  std::string skipped;
+  for (const JobAlgorithm* a : list) {
+    if (!cpu::may_use(a->needs)) {
+      skipped += (skipped.empty() ? "" : "; ") + std::string(a->name) + ": not on this CPU";
+      continue;
+    }
+    JobFit fit = a->plan(jp);
+    if (fit.applies && fit.preferred) {
+      std::string why = fit.reason + (skipped.empty() ? "" : " (not: " + skipped + ")");
+      return JobChoice{a, std::move(fit), std::move(why)};
+    }
+    skipped += (skipped.empty() ? "" : "; ") + std::string(a->name) + ": " + fit.reason;
+  }
+  return std::nullopt;
+}
+
 }  // namespace aclnn_cpu::conv
 
-// The diagnostics of aclnn/aclnn_cpu_conv.h: the registered algorithms, then the time-major forms
-// (tbc_gemm.h; they serve all three primitives of ConvTbc).
+// The diagnostics of aclnn/aclnn_cpu_conv.h: the registered Algorithms, then the JobAlgorithms.
+namespace aclnn_cpu::conv {
 namespace {
-constexpr aclnn_cpu::conv::TbcMode kTbcForms[] = {aclnn_cpu::conv::TbcMode::kF32,
-                                                  aclnn_cpu::conv::TbcMode::kBf16,
-                                                  aclnn_cpu::conv::TbcMode::kConvert};
+
+// Entry `index` of the list of all algorithms: an Algorithm or a JobAlgorithm (both null: out of
+// range).
+struct Entry {
+  const Algorithm* algo = nullptr;
+  const JobAlgorithm* job = nullptr;
+};
+Entry entry(int index) {
+  const auto all = all_algorithms();
+  const auto jobs = all_job_algorithms();
+  if (index < 0) return {};
+  const size_t i = static_cast<size_t>(index);
+  if (i < all.size()) return {all[i], nullptr};
+  if (i - all.size() < jobs.size()) return {nullptr, jobs[i - all.size()]};
+  return {};
+}
+
+// Whether the bf16 engine `e` runs here (the bf16_dot and bf16_amx policies).
+bool bf16_engine_runs(Bf16Engine e) {
+  return e == Bf16Engine::kAmx ? gemm::amx_tiles_run() : bf16_dot_kernels();
+}
+
 }  // namespace
+}  // namespace aclnn_cpu::conv
 
 extern "C" {
 
 ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmCount(void) {
-  return static_cast<int>(aclnn_cpu::conv::all_algorithms().size() + std::size(kTbcForms));
+  return static_cast<int>(aclnn_cpu::conv::all_algorithms().size() +
+                          aclnn_cpu::conv::all_job_algorithms().size());
 }
 
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index) {
-  const auto all = aclnn_cpu::conv::all_algorithms();
-  if (index < 0 || index >= aclnnCpuConvAlgorithmCount()) return nullptr;
-  const size_t i = static_cast<size_t>(index);
-  return i < all.size() ? all[i]->name : aclnn_cpu::conv::tbc_name(kTbcForms[i - all.size()]);
+  const auto e = aclnn_cpu::conv::entry(index);
+  return e.algo ? e.algo->name : e.job ? e.job->name : nullptr;
 }
 
 ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
-  using aclnn_cpu::conv::TbcMode;
-  const auto all = aclnn_cpu::conv::all_algorithms();
-  if (index < 0 || index >= aclnnCpuConvAlgorithmCount()) return 0;
-  const size_t i = static_cast<size_t>(index);
-  // An algorithm without run_f32 reads bf16 only, on its engine (the dot kernels or the tiles).
-  if (i < all.size()) {
-    const aclnn_cpu::conv::Algorithm& a = *all[i];
-    const bool engine = a.bf16_engine == aclnn_cpu::conv::Bf16Engine::kAmx
-                            ? aclnn_cpu::gemm::amx_tiles_run()
-                            : aclnn_cpu::conv::bf16_dot_kernels();
-    return aclnn_cpu::cpu::may_use(a.needs) && (a.run_f32 || engine);
-  }
-  switch (kTbcForms[i - all.size()]) {
-    case TbcMode::kBf16:
-      return aclnn_cpu::conv::bf16_dot_kernels();
-    case TbcMode::kConvert:
-      return aclnn_cpu::gemm::have_packed_gemm();
-    default:
-      return 1;
-  }
+  using aclnn_cpu::conv::Bf16Engine;
+  const auto e = aclnn_cpu::conv::entry(index);
+  // An algorithm without run_f32 (or bf16_only) reads bf16 only, on its engine (the dot kernels
+  // or the tiles).
+  if (e.algo)
+    return aclnn_cpu::cpu::may_use(e.algo->needs) &&
+           (e.algo->run_f32 || aclnn_cpu::conv::bf16_engine_runs(e.algo->bf16_engine));
+  if (e.job)
+    return aclnn_cpu::cpu::may_use(e.job->needs) &&
+           (!e.job->bf16_only || aclnn_cpu::conv::bf16_engine_runs(Bf16Engine::kDot));
+  return 0;
 }
 
 ACL_FUNC_VISIBILITY int aclnnCpuConvAmxTiles(void) {
@@ -200,10 +270,9 @@ ACL_FUNC_VISIBILITY int aclnnCpuConvAmxTiles(void) {
 }
 
 ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmPrimitive(int index) {
-  const auto all = aclnn_cpu::conv::all_algorithms();
-  if (index < 0 || index >= aclnnCpuConvAlgorithmCount()) return nullptr;
-  const size_t i = static_cast<size_t>(index);
-  return i < all.size() ? aclnn_cpu::conv::primitive_name(all[i]->primitive) : "all";
+  const auto e = aclnn_cpu::conv::entry(index);
+  if (e.algo) return aclnn_cpu::conv::primitive_name(e.algo->primitive);
+  return e.job ? aclnn_cpu::conv::job_scope_name(e.job->scope) : nullptr;
 }
 
 }  // extern "C"
