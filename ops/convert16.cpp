@@ -2,6 +2,12 @@
 
 #include <immintrin.h>
 
+#include <cstring>
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized
+// reports as a use of an uninitialized value (a known false positive, as in libaclnn's kernels).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "aclnn/aclnn_cpu_isa.h"
 #include "tensor/error.h"
 
@@ -17,7 +23,7 @@ struct Kernels {
   void (*narrow_bf16)(const float*, uint16_t*, int64_t);
 };
 
-// ---- scalar (tensor/half.h), also the tails of the vector loops ----
+// ---- scalar (tensor/half.h) ----
 
 void widen_half_scalar(const uint16_t* s, float* d, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = detail::half_bits_to_float(s[i]);
@@ -35,35 +41,41 @@ void narrow_bf16_scalar(const float* s, uint16_t* d, int64_t n) {
 // vcvtps2ph's immediate: round to nearest even, no exception flags; MXCSR is not consulted.
 constexpr int kRoundNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
-// ---- AVX2 + F16C ----
-
-__attribute__((target("avx2,f16c"))) void widen_half_avx2(const uint16_t* s, float* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h));
+// Each vector kernel is one W-element step (a function with the ISA's target attribute, so the
+// intrinsics inline into it; a lambda would not inherit the attribute) run by this loop. The last
+// n % W elements are copied into a zeroed W-element buffer, converted by one more step and
+// copied out: the same bits as the scalar path, without its per-element branches.
+#define ACLGRAD_CONVERT16_LOOP(target_isa, name, W, In, Out, step)                \
+  __attribute__((target(target_isa))) void name(const In* s, Out* d, int64_t n) { \
+    int64_t i = 0;                                                                \
+    for (; i + (W) <= n; i += (W)) step(s + i, d + i);                            \
+    if (i == n) return;                                                           \
+    In in[W] = {};                                                                \
+    Out out[W];                                                                   \
+    std::memcpy(in, s + i, static_cast<size_t>(n - i) * sizeof(In));              \
+    step(in, out);                                                                \
+    std::memcpy(d + i, out, static_cast<size_t>(n - i) * sizeof(Out));            \
   }
-  widen_half_scalar(s + i, d + i, n - i);
-}
 
-__attribute__((target("avx2,f16c"))) void narrow_half_avx2(const float* s, uint16_t* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(s + i), kRoundNearest);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), h);
-  }
-  narrow_half_scalar(s + i, d + i, n - i);
-}
+// ---- AVX2 + F16C: 8 elements a step (16 for bf16 narrowing) ----
 
-__attribute__((target("avx2"))) void widen_bf16_avx2(const uint16_t* s, float* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i w =
-        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm256_slli_epi32(w, 16));
-  }
-  widen_bf16_scalar(s + i, d + i, n - i);
+__attribute__((target("avx2,f16c"))) inline void widen_half_avx2_step(const uint16_t* s, float* d) {
+  _mm256_storeu_ps(d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s))));
 }
+ACLGRAD_CONVERT16_LOOP("avx2,f16c", widen_half_avx2, 8, uint16_t, float, widen_half_avx2_step)
+
+__attribute__((target("avx2,f16c"))) inline void narrow_half_avx2_step(const float* s,
+                                                                       uint16_t* d) {
+  const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(s), kRoundNearest);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d), h);
+}
+ACLGRAD_CONVERT16_LOOP("avx2,f16c", narrow_half_avx2, 8, float, uint16_t, narrow_half_avx2_step)
+
+__attribute__((target("avx2"))) inline void widen_bf16_avx2_step(const uint16_t* s, float* d) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), _mm256_slli_epi32(w, 16));
+}
+ACLGRAD_CONVERT16_LOOP("avx2", widen_bf16_avx2, 8, uint16_t, float, widen_bf16_avx2_step)
 
 // float_to_bf16_bits in 8 lanes, each result in the low 16 bits of its 32-bit lane.
 __attribute__((target("avx2"))) inline __m256i bf16_rne_avx2(__m256i x) {
@@ -76,49 +88,36 @@ __attribute__((target("avx2"))) inline __m256i bf16_rne_avx2(__m256i x) {
   return _mm256_blendv_epi8(_mm256_srli_epi32(biased, 16), quiet, nan);
 }
 
-__attribute__((target("avx2"))) void narrow_bf16_avx2(const float* s, uint16_t* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256i a = bf16_rne_avx2(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
-    const __m256i b =
-        bf16_rne_avx2(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 8)));
-    // packus interleaves 128-bit halves (a0-3 b0-3 a4-7 b4-7); the permute puts them in order.
-    // Every lane is in [0, 0xffff], so the unsigned saturation never changes a value.
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), packed);
-  }
-  narrow_bf16_scalar(s + i, d + i, n - i);
+__attribute__((target("avx2"))) inline void narrow_bf16_avx2_step(const float* s, uint16_t* d) {
+  const __m256i a = bf16_rne_avx2(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+  const __m256i b = bf16_rne_avx2(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 8)));
+  // packus interleaves 128-bit halves (a0-3 b0-3 a4-7 b4-7); the permute puts them in order.
+  // Every lane is in [0, 0xffff], so the unsigned saturation never changes a value.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), packed);
 }
+ACLGRAD_CONVERT16_LOOP("avx2", narrow_bf16_avx2, 16, float, uint16_t, narrow_bf16_avx2_step)
 
-// ---- AVX-512F ----
+// ---- AVX-512F: 16 elements a step ----
 
-__attribute__((target("avx512f"))) void widen_half_avx512(const uint16_t* s, float* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
-    _mm512_storeu_ps(d + i, _mm512_cvtph_ps(h));
-  }
-  widen_half_scalar(s + i, d + i, n - i);
+__attribute__((target("avx512f"))) inline void widen_half_avx512_step(const uint16_t* s, float* d) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
+  _mm512_storeu_ps(d, _mm512_cvtph_ps(h));
 }
+ACLGRAD_CONVERT16_LOOP("avx512f", widen_half_avx512, 16, uint16_t, float, widen_half_avx512_step)
 
-__attribute__((target("avx512f"))) void narrow_half_avx512(const float* s, uint16_t* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(s + i), kRoundNearest);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), h);
-  }
-  narrow_half_scalar(s + i, d + i, n - i);
+__attribute__((target("avx512f"))) inline void narrow_half_avx512_step(const float* s,
+                                                                       uint16_t* d) {
+  const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(s), kRoundNearest);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), h);
 }
+ACLGRAD_CONVERT16_LOOP("avx512f", narrow_half_avx512, 16, float, uint16_t, narrow_half_avx512_step)
 
-__attribute__((target("avx512f"))) void widen_bf16_avx512(const uint16_t* s, float* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512i w =
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
-    _mm512_storeu_si512(d + i, _mm512_slli_epi32(w, 16));
-  }
-  widen_bf16_scalar(s + i, d + i, n - i);
+__attribute__((target("avx512f"))) inline void widen_bf16_avx512_step(const uint16_t* s, float* d) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+  _mm512_storeu_si512(d, _mm512_slli_epi32(w, 16));
 }
+ACLGRAD_CONVERT16_LOOP("avx512f", widen_bf16_avx512, 16, uint16_t, float, widen_bf16_avx512_step)
 
 // float_to_bf16_bits in 16 lanes, narrowed to 16 bits.
 __attribute__((target("avx512f"))) inline __m256i bf16_rne_avx512(__m512i x) {
@@ -131,36 +130,33 @@ __attribute__((target("avx512f"))) inline __m256i bf16_rne_avx512(__m512i x) {
   return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, _mm512_srli_epi32(biased, 16), quiet));
 }
 
-__attribute__((target("avx512f"))) void narrow_bf16_avx512(const float* s, uint16_t* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512i x = _mm512_loadu_si512(s + i);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), bf16_rne_avx512(x));
-  }
-  narrow_bf16_scalar(s + i, d + i, n - i);
+__attribute__((target("avx512f"))) inline void narrow_bf16_avx512_step(const float* s,
+                                                                       uint16_t* d) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), bf16_rne_avx512(_mm512_loadu_si512(s)));
 }
+ACLGRAD_CONVERT16_LOOP("avx512f", narrow_bf16_avx512, 16, float, uint16_t, narrow_bf16_avx512_step)
 
 // ---- AVX512_BF16 ----
 
 // vcvtneps2bf16 rounds to nearest even and quiets NaN as the scalar path does, but reads float32
 // subnormals as zero whatever MXCSR says; a vector holding one is narrowed in integers instead.
-__attribute__((target("avx512f,avx512bf16"))) void narrow_bf16_avx512bf16(const float* s,
-                                                                          uint16_t* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512i x = _mm512_loadu_si512(s + i);
-    const __mmask16 subnormal = _mm512_testn_epi32_mask(x, _mm512_set1_epi32(0x7f800000)) &
-                                _mm512_test_epi32_mask(x, _mm512_set1_epi32(0x007fffff));
-    __m256i h;
-    if (subnormal == 0) [[likely]] {
-      h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_castsi512_ps(x)));
-    } else {
-      h = bf16_rne_avx512(x);
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), h);
+__attribute__((target("avx512f,avx512bf16"))) inline void narrow_bf16_avx512bf16_step(
+    const float* s, uint16_t* d) {
+  const __m512i x = _mm512_loadu_si512(s);
+  const __mmask16 subnormal = _mm512_testn_epi32_mask(x, _mm512_set1_epi32(0x7f800000)) &
+                              _mm512_test_epi32_mask(x, _mm512_set1_epi32(0x007fffff));
+  __m256i h;
+  if (subnormal == 0) [[likely]] {
+    h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_castsi512_ps(x)));
+  } else {
+    h = bf16_rne_avx512(x);
   }
-  narrow_bf16_scalar(s + i, d + i, n - i);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), h);
 }
+ACLGRAD_CONVERT16_LOOP("avx512f,avx512bf16", narrow_bf16_avx512bf16, 16, float, uint16_t,
+                       narrow_bf16_avx512bf16_step)
+
+#undef ACLGRAD_CONVERT16_LOOP
 
 constexpr Kernels kScalar{widen_half_scalar, widen_bf16_scalar, narrow_half_scalar,
                           narrow_bf16_scalar};
