@@ -12,6 +12,7 @@
 #include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ops/convert16.h"
 #include "tensor/iter.h"
@@ -91,6 +92,22 @@ void map16(const Tensor& out, std::initializer_list<Tensor> ins, F f) {
   check(ins.size() == N, "map16: got ", ins.size(), " inputs, expected ", N);
   map16_detail::map16<Out, T>(out, std::span<const Tensor>(ins.begin(), ins.size()), f,
                               std::make_index_sequence<N>{});
+}
+
+/// For a 16-bit T: f(src32, dst32) with src32 = src[0, n_src) widened to float32 in bulk and
+/// dst32 = n_dst zeros, then dst = dst32 rounded back in bulk. With f a float kernel doing the
+/// float arithmetic the 16-bit one does per element, the results are the same bits, provided
+/// each output is rounded once (an accumulation that rounds after every addition is not).
+/// The buffers are per thread; f must not call via_float32 itself.
+template <typename T, typename F>
+void via_float32(const T* src, int64_t n_src, T* dst, int64_t n_dst, F f) {
+  static_assert(is_16bit_v<T>);
+  thread_local std::vector<float> src32, dst32;
+  src32.resize(static_cast<size_t>(n_src));
+  dst32.assign(static_cast<size_t>(n_dst), 0.0f);
+  ops::convert16::widen(src, src32.data(), n_src);
+  f(static_cast<const float*>(src32.data()), dst32.data());
+  ops::convert16::narrow(dst32.data(), dst, n_dst);
 }
 
 }  // namespace aclgrad::kernels

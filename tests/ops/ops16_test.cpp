@@ -201,6 +201,23 @@ TEST(Ops16Bit, MaxPoolMatchesFloat32Rounded) {
   }
 }
 
+TEST(Ops16Bit, AvgPoolMatchesFloat32Rounded) {
+  for (Dtype d : kDtypes) {
+    const Tensor x = make16({2, 3, 15, 17}, d, 18).requires_grad_();
+    const Tensor x32 = x.detach().to(Dtype::Float32).requires_grad_();
+    // Disjoint windows (the backward also sums in float32), and padded overlapping ones (the
+    // backward rounds after each addition, element by element: forward only here).
+    const Tensor y = avg_pool2d(x, {2, 2}), y32 = avg_pool2d(x32, {2, 2});
+    expect_rounded_from(y, y32, "avg_pool2d forward");
+    const Tensor g = make16(y.sizes(), d, 19);
+    expect_rounded_from(autograd::grad({y}, {x}, {g})[0],
+                        autograd::grad({y32}, {x32}, {g.to(Dtype::Float32)})[0],
+                        "avg_pool2d backward");
+    expect_rounded_from(avg_pool2d(x.detach(), {3, 3}, {2, 2}, {1, 1}),
+                        avg_pool2d(x32.detach(), {3, 3}, {2, 2}, {1, 1}), "avg_pool2d padded");
+  }
+}
+
 // autocast's casts (ops::cast) against Tensor::to, both ways, contiguous and strided.
 TEST(Ops16Bit, CastsMatchTensorTo) {
   std::mt19937 gen(16);
