@@ -6,7 +6,9 @@
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized
 // reports as a use of an uninitialized value (a known false positive, as in libaclnn's kernels).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "aclnn/aclnn_cpu_isa.h"
 #include "tensor/error.h"
