@@ -151,6 +151,36 @@ struct Softplus {
 
 // ---- composed backwards ----
 
+// dx = y <= 0 ? +0 : g for 16-bit T, on the bits (no conversion; what select gives): y <= 0 is
+// a zero, or a negative that is not NaN (magnitude at most the infinity pattern). Plain uint16_t
+// loops, so the contiguous one vectorises.
+template <typename T>
+void relu_backward16(const Tensor& dx, const Tensor& g, const Tensor& y) {
+  constexpr uint16_t kInf = std::is_same_v<T, Half> ? 0x7c00 : 0x7f80;
+  auto kept = [](uint16_t a, uint16_t v) -> uint16_t {
+    const uint16_t magnitude = v & 0x7fffu;
+    const bool at_most_zero = magnitude == 0 || ((v & 0x8000u) && magnitude <= kInf);
+    return at_most_zero ? uint16_t{0} : a;
+  };
+  for_each_strided(
+      dx, {g, y},
+      [&kept](int64_t n, char* o, const char* const* in, const int64_t* s) {
+        if (s[0] == 2 && s[1] == 2 && s[2] == 2) {
+          auto* d = reinterpret_cast<uint16_t*>(o);
+          const auto* a = reinterpret_cast<const uint16_t*>(in[0]);
+          const auto* v = reinterpret_cast<const uint16_t*>(in[1]);
+          for (int64_t i = 0; i < n; ++i) d[i] = kept(a[i], v[i]);
+        } else {
+          for (int64_t i = 0; i < n; ++i) {
+            *reinterpret_cast<uint16_t*>(o + i * s[0]) =
+                kept(*reinterpret_cast<const uint16_t*>(in[0] + i * s[1]),
+                     *reinterpret_cast<const uint16_t*>(in[1] + i * s[2]));
+          }
+        }
+      },
+      Parallel::Yes);
+}
+
 // y = relu(x): dy/dx = 1 where y > 0. Differentiable ops under create_graph; otherwise one fused
 // pass with the same values (masked_fill(g, y <= 0, 0) without the bool mask in between).
 struct ReluBackward final : Node {
@@ -165,9 +195,13 @@ struct ReluBackward final : Node {
     dispatch_floating_dtype(g.dtype(), "relu_backward", [&]<typename T>() {
       using C = kernels::compute_t<T>;
       const T zero = convert<T>(0.0);
-      map_elementwise<T, T, T>(dx, {g, yv}, [zero](T a, T v) {
-        return kernels::select(convert<C>(v) <= C(0), zero, a);
-      });
+      if constexpr (kernels::is_16bit_v<T>) {
+        relu_backward16<T>(dx, g, yv);
+      } else {
+        map_elementwise<T, T, T>(dx, {g, yv}, [zero](T a, T v) {
+          return kernels::select(convert<C>(v) <= C(0), zero, a);
+        });
+      }
     });
     return {dx};
   }

@@ -80,6 +80,134 @@ template <typename F>
   }
 }
 
+// ---- float16 / bfloat16: the kernels below, overloaded for a 16-bit T (the more constrained
+// template wins). Rows are widened a chunk at a time (ops/convert16) and computed with the same
+// float and double arithmetic in the same order as the general templates, the results rounded
+// in bulk: bit for bit what the general templates give, without their per-element conversions.
+
+constexpr int64_t kChunk16 = kernels::map16_detail::kChunk;
+static_assert(kChunk16 % kLanes == 0);  // element i of a row stays in lane i % kLanes
+
+// Calls add(i, i % kLanes) for i < m in order, in blocks of kLanes (so the loops vectorise).
+template <typename F>
+[[gnu::always_inline]] inline void for_lanes(int64_t m, F add) {
+  const int64_t full = m / kLanes * kLanes;
+  for (int64_t i = 0; i < full; i += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) add(i + j, j);
+  }
+  for (int64_t i = full; i < m; ++i) add(i, i - full);
+}
+
+// s[i % kLanes] += v[i], i < m, in order.
+template <typename T>
+[[gnu::always_inline]] inline void add_lanes(const T* v, int64_t m, double* s) {
+  for_lanes(m, [&](int64_t i, int64_t j) { s[j] += v[i]; });
+}
+ACLGRAD_SIMD_VARIANTS(void, add_lanes, (const float* v, int64_t m, double* s), (v, m, s))
+
+// q[i % kLanes] += (v[i] - mu)^2.
+template <typename T>
+[[gnu::always_inline]] inline void add_square_lanes(const T* v, int64_t m, double mu, double* q) {
+  for_lanes(m, [&](int64_t i, int64_t j) {
+    const double d = static_cast<double>(v[i]) - mu;
+    q[j] += d * d;
+  });
+}
+ACLGRAD_SIMD_VARIANTS(void, add_square_lanes, (const float* v, int64_t m, double mu, double* q),
+                      (v, m, mu, q))
+
+// sg[i % kLanes] += g[i]; sgx[i % kLanes] += g[i] (x[i] - mu).
+template <typename T>
+[[gnu::always_inline]] inline void add_grad_lanes(const T* gv, const T* xv, int64_t m, double mu,
+                                                  double* sg, double* sgx) {
+  for_lanes(m, [&](int64_t i, int64_t j) {
+    const double gd = static_cast<double>(gv[i]);
+    sg[j] += gd;
+    sgx[j] += gd * (static_cast<double>(xv[i]) - mu);
+  });
+}
+ACLGRAD_SIMD_VARIANTS(void, add_grad_lanes,
+                      (const float* gv, const float* xv, int64_t m, double mu, double* sg,
+                       double* sgx),
+                      (gv, xv, m, mu, sg, sgx))
+
+// Calls f(offset, m) for the chunks of every row of channel c, in memory order.
+template <typename F>
+void for_channel_chunks(const ChannelGeometry& g, int64_t c, F f) {
+  for (int64_t n = 0; n < g.N; ++n) {
+    const int64_t r = (n * g.C + c) * g.S;
+    for (int64_t at = 0; at < g.S; at += kChunk16) f(r + at, std::min(kChunk16, g.S - at));
+  }
+}
+
+template <typename T>
+requires kernels::is_16bit_v<T>
+void stats_of_channel(const ChannelGeometry& g, const T* x, int64_t c, double* mean, double* var) {
+  alignas(64) float v[kChunk16];
+  Lanes s, q;
+  for_channel_chunks(g, c, [&](int64_t at, int64_t m) {
+    ops::convert16::widen(x + at, v, m);
+    add_lanes(v, m, s.v);
+  });
+  const double mu = s.total() / static_cast<double>(g.per_channel());
+  for_channel_chunks(g, c, [&](int64_t at, int64_t m) {
+    ops::convert16::widen(x + at, v, m);
+    add_square_lanes(v, m, mu, q.v);
+  });
+  *mean = mu;
+  *var = q.total() / static_cast<double>(g.per_channel());
+}
+
+template <typename T>
+requires kernels::is_16bit_v<T>
+void affine_rows(const ChannelGeometry& g, const T* x, T* y, const double* scale,
+                 const double* shift, int64_t r0, int64_t r1) {
+  alignas(64) float v[kChunk16];
+  for (int64_t r = r0; r < r1; ++r) {
+    const float a = static_cast<float>(scale[r % g.C]), b = static_cast<float>(shift[r % g.C]);
+    for (int64_t at = r * g.S; at < (r + 1) * g.S; at += kChunk16) {
+      const int64_t m = std::min(kChunk16, (r + 1) * g.S - at);
+      ops::convert16::widen(x + at, v, m);
+      for (int64_t i = 0; i < m; ++i) v[i] = v[i] * a + b;
+      ops::convert16::narrow(v, y + at, m);
+    }
+  }
+}
+
+template <typename T>
+requires kernels::is_16bit_v<T>
+void grad_sums_of_channel(const ChannelGeometry& g, const T* x, const T* gp, int64_t c, double mu,
+                          double* sum_g, double* sum_gxc) {
+  alignas(64) float gv[kChunk16], xv[kChunk16];
+  Lanes sg, sgx;
+  for_channel_chunks(g, c, [&](int64_t at, int64_t m) {
+    ops::convert16::widen(gp + at, gv, m);
+    ops::convert16::widen(x + at, xv, m);
+    add_grad_lanes(gv, xv, m, mu, sg.v, sgx.v);
+  });
+  *sum_g = sg.total();
+  *sum_gxc = sgx.total();
+}
+
+// dp may be gp (each chunk is read before it is written).
+template <typename T>
+requires kernels::is_16bit_v<T>
+void grad_input_rows(const ChannelGeometry& g, const T* x, const T* gp, T* dp, const double* k,
+                     const double* a, const double* b, const double* mean, int64_t r0, int64_t r1) {
+  alignas(64) float gv[kChunk16], xv[kChunk16];
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t c = r % g.C;
+    const float kc = float(k[c]), ac = float(a[c]), bc = float(b[c]), mc = float(mean[c]);
+    for (int64_t at = r * g.S; at < (r + 1) * g.S; at += kChunk16) {
+      const int64_t m = std::min(kChunk16, (r + 1) * g.S - at);
+      ops::convert16::widen(gp + at, gv, m);
+      ops::convert16::widen(x + at, xv, m);
+      for (int64_t i = 0; i < m; ++i) gv[i] = kc * (gv[i] - ac - (xv[i] - mc) * bc);
+      ops::convert16::narrow(gv, dp + at, m);
+    }
+  }
+}
+
 // Each kernel below is a template forced inline, plus a plain float overload of the same name
 // compiled for AVX-512, AVX2 and baseline x86-64 (simd_variants.h) that instantiates it, so each
 // variant compiles the loop for its own target: their double sums run 4 or 8 lanes a vector instead

@@ -2,7 +2,8 @@
 // iteration (with its contiguous fast path), for every floating dtype.
 //
 // Dtype policy of ops/: float32 and float64 compute natively; float16 and bfloat16 are loaded,
-// computed in float32 and rounded once on store. Other dtypes are a DtypeError naming the op.
+// computed in float32 and rounded once on store (a chunk at a time, ops/map16.h, converted by
+// vector instructions where the CPU has them). Other dtypes are a DtypeError naming the op.
 // Binary ops need both operands to have the same dtype (no implicit promotion).
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ops/map16.h"
 #include "tensor/creation.h"
 #include "tensor/iter.h"
 
@@ -46,7 +48,11 @@ Tensor map_unary(const char* op, const Tensor& x, F f) {
   Tensor out = empty(x.sizes(), x.dtype());
   dispatch_floating_dtype(x.dtype(), op, [&]<typename T>() {
     using C = compute_t<T>;
-    map_elementwise<T, T>(out, {x}, [&f](T v) { return convert<T>(f(convert<C>(v))); });
+    if constexpr (is_16bit_v<T>) {
+      map16<T, T, 1>(out, {x}, f);
+    } else {
+      map_elementwise<T, T>(out, {x}, [&f](T v) { return convert<T>(f(convert<C>(v))); });
+    }
   });
   return out;
 }
@@ -58,8 +64,12 @@ Tensor map_binary(const char* op, const Tensor& a, const Tensor& b, F f) {
   Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes()), a.dtype());
   dispatch_floating_dtype(a.dtype(), op, [&]<typename T>() {
     using C = compute_t<T>;
-    map_elementwise<T, T, T>(
-        out, {a, b}, [&f](T u, T v) { return convert<T>(f(convert<C>(u), convert<C>(v))); });
+    if constexpr (is_16bit_v<T>) {
+      map16<T, T, 2>(out, {a, b}, f);
+    } else {
+      map_elementwise<T, T, T>(
+          out, {a, b}, [&f](T u, T v) { return convert<T>(f(convert<C>(u), convert<C>(v))); });
+    }
   });
   return out;
 }
@@ -73,9 +83,13 @@ Tensor map_ternary(const char* op, const Tensor& a, const Tensor& b, const Tenso
       empty(broadcast_shapes(broadcast_shapes(a.sizes(), b.sizes()), c.sizes()), a.dtype());
   dispatch_floating_dtype(a.dtype(), op, [&]<typename T>() {
     using C = compute_t<T>;
-    map_elementwise<T, T, T, T>(out, {a, b, c}, [&f](T u, T v, T w) {
-      return convert<T>(f(convert<C>(u), convert<C>(v), convert<C>(w)));
-    });
+    if constexpr (is_16bit_v<T>) {
+      map16<T, T, 3>(out, {a, b, c}, f);
+    } else {
+      map_elementwise<T, T, T, T>(out, {a, b, c}, [&f](T u, T v, T w) {
+        return convert<T>(f(convert<C>(u), convert<C>(v), convert<C>(w)));
+      });
+    }
   });
   return out;
 }
@@ -86,7 +100,11 @@ Tensor map_predicate(const char* op, const Tensor& x, F pred) {
   Tensor out = empty(x.sizes(), Dtype::Bool);
   dispatch_floating_dtype(x.dtype(), op, [&]<typename T>() {
     using C = compute_t<T>;
-    map_elementwise<bool, T>(out, {x}, [&pred](T v) { return pred(convert<C>(v)); });
+    if constexpr (is_16bit_v<T>) {
+      map16<bool, T, 1>(out, {x}, pred);
+    } else {
+      map_elementwise<bool, T>(out, {x}, [&pred](T v) { return pred(convert<C>(v)); });
+    }
   });
   return out;
 }
@@ -98,8 +116,12 @@ Tensor map_predicate(const char* op, const Tensor& a, const Tensor& b, F pred) {
   Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes()), Dtype::Bool);
   dispatch_floating_dtype(a.dtype(), op, [&]<typename T>() {
     using C = compute_t<T>;
-    map_elementwise<bool, T, T>(out, {a, b},
-                                [&pred](T u, T v) { return pred(convert<C>(u), convert<C>(v)); });
+    if constexpr (is_16bit_v<T>) {
+      map16<bool, T, 2>(out, {a, b}, pred);
+    } else {
+      map_elementwise<bool, T, T>(out, {a, b},
+                                  [&pred](T u, T v) { return pred(convert<C>(u), convert<C>(v)); });
+    }
   });
   return out;
 }

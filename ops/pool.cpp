@@ -265,7 +265,13 @@ Tensor avg_forward(const Tensor& x_in, const PlanPtr& plan) {
     const T* xp = x.data_ptr<T>();
     T* yp = y.data_ptr<T>();
     for_each_plane(p, [&](int64_t i) {
-      avg_forward_plane<T>(p, xp + i * p.in_plane(), yp + i * p.out_plane());
+      if constexpr (kernels::is_16bit_v<T>) {  // float sums, each output rounded once
+        kernels::via_float32(xp + i * p.in_plane(), p.in_plane(), yp + i * p.out_plane(),
+                             p.out_plane(),
+                             [&](const float* x32, float* y32) { avg_forward_plane(p, x32, y32); });
+      } else {
+        avg_forward_plane<T>(p, xp + i * p.in_plane(), yp + i * p.out_plane());
+      }
     });
   });
   if (auto node = make_node<AvgPoolBackward>({x_in}, p.node_name, plan, false)) {
@@ -281,8 +287,17 @@ Tensor avg_adjoint(const Tensor& g_in, const PlanPtr& plan) {
   dispatch_floating_dtype(g.dtype(), p.op, [&]<typename T>() {
     const T* gp = g.data_ptr<T>();
     T* gip = gi.data_ptr<T>();
+    const bool disjoint = p.windows_disjoint();
     for_each_plane(p, [&](int64_t i) {
       T* plane = gip + i * p.in_plane();
+      if constexpr (kernels::is_16bit_v<T>) {
+        if (disjoint) {  // one addition onto +0 per position: float sums rounded once
+          kernels::via_float32(
+              gp + i * p.out_plane(), p.out_plane(), plane, p.in_plane(),
+              [&](const float* g32, float* gi32) { avg_adjoint_plane(p, g32, gi32); });
+          return;
+        }
+      }
       std::fill_n(plane, p.in_plane(), convert<T>(0.0));  // zeroed by the task that adds into it
       avg_adjoint_plane<T>(p, gp + i * p.out_plane(), plane);
     });
@@ -318,7 +333,17 @@ std::tuple<Tensor, Tensor> max_forward(const Tensor& x_in, const PlanPtr& plan) 
     T* yp = y.data_ptr<T>();
     int64_t* ip = idx.data_ptr<int64_t>();
     for_each_plane(p, [&](int64_t i) {
-      max_forward_any<T>(p, xp + i * p.in_plane(), yp + i * p.out_plane(), ip + i * p.out_plane());
+      if constexpr (kernels::is_16bit_v<T>) {
+        // The same comparisons of the same values; the winner rounded back is its own bits (a
+        // NaN made quiet, as convert<T> does). Likewise the other 16-bit kernels below.
+        kernels::via_float32(xp + i * p.in_plane(), p.in_plane(), yp + i * p.out_plane(),
+                             p.out_plane(), [&](const float* x32, float* y32) {
+                               max_forward_any<float>(p, x32, y32, ip + i * p.out_plane());
+                             });
+      } else {
+        max_forward_any<T>(p, xp + i * p.in_plane(), yp + i * p.out_plane(),
+                           ip + i * p.out_plane());
+      }
     });
   });
   if (auto node = make_node<MaxPoolBackward>({x_in}, p.node_name, plan, idx, true))
@@ -336,10 +361,22 @@ Tensor max_scatter(const Tensor& g_in, const Tensor& idx, const PlanPtr& plan) {
     const T* gp = g.data_ptr<T>();
     const int64_t* ip = idx.data_ptr<int64_t>();
     T* gip = gi.data_ptr<T>();
+    const bool disjoint = p.windows_disjoint();
     for_each_plane(p, [&](int64_t i) {
       const T* go = gp + i * p.out_plane();
       const int64_t* ix = ip + i * p.out_plane();
       T* dst = gip + i * p.in_plane();
+      if constexpr (kernels::is_16bit_v<T>) {
+        if (disjoint) {  // one addition onto +0 per position: float sums rounded once
+          kernels::via_float32(go, p.out_plane(), dst, p.in_plane(),
+                               [&](const float* g, float* sum) {
+                                 for (int64_t o = 0; o < p.out_plane(); ++o) {
+                                   if (ix[o] >= 0) sum[ix[o]] = sum[ix[o]] + g[o];
+                                 }
+                               });
+          return;
+        }
+      }
       std::fill_n(dst, p.in_plane(), convert<T>(0.0));  // zeroed by the task that scatters
       for (int64_t o = 0; o < p.out_plane(); ++o) {
         if (ix[o] >= 0) dst[ix[o]] = convert<T>(convert<C>(dst[ix[o]]) + convert<C>(go[o]));

@@ -5,8 +5,9 @@
 // cpu/simd_variants.h does inside it. Callers name no type: overload resolution prefers the plain
 // function for float and takes the template for every other type.
 //
-// None of the targets enables FMA, so no variant contracts a * b + c and every variant rounds
-// exactly as the baseline does.
+// GCC's avx512f target includes the FMA instructions, so a file using these variants is compiled
+// with -ffp-contract=off (ops/CMakeLists.txt): no variant contracts a * b + c, and every variant
+// rounds exactly as the baseline does.
 #pragma once
 
 #include "aclnn/aclnn_cpu_isa.h"

@@ -134,10 +134,6 @@ Trainer::Trainer(const Config& config, std::shared_ptr<distributed::ProcessGroup
   std::function<std::shared_ptr<nn::Module>(int64_t)> batchnorm;
   if (config_.sync_batchnorm) {
     if (!group_) throw std::runtime_error("--sync-batchnorm needs --distributed");
-    // Its all-reduce takes float32/float64 statistics, and autocast hands it 16-bit activations.
-    if (precision_.autocast)
-      throw std::runtime_error("--sync-batchnorm supports --precision fp32 only, got --precision " +
-                               config_.precision);
     batchnorm = [this](int64_t channels) {
       return std::make_shared<nn::SyncBatchNorm2d>(channels, group_);
     };

@@ -7,8 +7,11 @@
 //   mean = allreduce(Σ x) / M,  var = allreduce(Σ (x - mean)²) / M   (biased; the running
 //   variance gets var M / (M - 1)), y = (x - mean) / sqrt(var + eps) weight + bias.
 // The all-reduces are differentiable (all_reduce_sum below: its backward all-reduces the
-// gradient), so backward gives every rank its share of the global batch's gradient. Eval mode
-// is plain BatchNorm with the running statistics. Same parameters and buffers as BatchNorm, so
+// gradient), so backward gives every rank its share of the global batch's gradient. A float16 or
+// bfloat16 input (autocast) takes float32 parameters, as BatchNorm does: the statistics, the
+// all-reduces and the affine step run in float32 and y is rounded once to the input's dtype
+// (torch.nn.SyncBatchNorm under autocast). Eval mode is plain BatchNorm with the running
+// statistics. Same parameters and buffers as BatchNorm, so
 // checkpoints are interchangeable.
 #pragma once
 

@@ -2,6 +2,9 @@
 // like one BatchNorm over the global batch (outputs, gradients, running statistics).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "nn/distributed/sync_batchnorm.h"
@@ -60,6 +63,78 @@ TEST(SyncBatchNorm, ShardsMatchOneBatchNormOnTheGlobalBatch) {
   sync.eval();
   plain.eval();
   expect_close(sync(x.narrow(0, first, per_rank)), plain(x).narrow(0, first, per_rank), "eval");
+}
+
+// |got - want| <= rel |want| + abs elementwise (got in any dtype, want float64).
+void expect_within(const Tensor& got, const Tensor& want, double rel, double abs,
+                   const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  const auto a = got.to_vector<double>(), b = want.to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], b[i], rel * std::abs(b[i]) + abs) << what << "[" << i << "]";
+  }
+}
+
+double max_abs(const Tensor& t) {
+  double m = 0;
+  for (double v : t.to_vector<double>()) m = std::max(m, std::abs(v));
+  return m;
+}
+
+// bf16 / fp16 activations with float32 parameters (autocast): each rank's 16-bit output and input
+// gradient, the summed float32 parameter gradients and the float32 running statistics match one
+// float64 BatchNorm over the global batch of the same 16-bit values, within 16-bit rounding.
+TEST(SyncBatchNorm, SixteenBitShardsMatchAFloat64BatchNormOnTheGlobalBatch) {
+  auto g = group();
+  const int64_t per_rank = 3, global = per_rank * g->size(), first = per_rank * g->rank();
+  for (Dtype dtype : {Dtype::BFloat16, Dtype::Float16}) {
+    const std::string name = dtype_name(dtype);
+    const double eps16 = dtype == Dtype::BFloat16 ? 0x1p-8 : 0x1p-11;  // half an ulp, relative
+    Generator gen(11);
+    // The 16-bit values both sides see; the reference widens them exactly.
+    const Tensor x16 = add(mul(randn({global, 4, 5, 7}, Dtype::Float32, &gen), 2.0), 0.5).to(dtype);
+    const Tensor w16 = randn({global, 4, 5, 7}, Dtype::Float32, &gen).to(dtype);
+    nn::SyncBatchNorm2d sync(nn::BatchNormOptions(4).momentum(0.3), g);  // float32 parameters
+    nn::BatchNorm2d plain(nn::BatchNormOptions(4).momentum(0.3));
+    plain.to(Dtype::Float64);
+    for (nn::Module* m : {static_cast<nn::Module*>(&sync), static_cast<nn::Module*>(&plain)}) {
+      m->find_tensor("weight").copy_(tensor({1.5, -0.5, 2.0, 1.0}, {4}, Dtype::Float64));
+      m->find_tensor("bias").copy_(tensor({0.1, 0.2, -0.3, 0.0}, {4}, Dtype::Float64));
+    }
+    for (int step = 0; step < 2; ++step) {
+      Tensor mine = x16.narrow(0, first, per_rank).clone().requires_grad_();
+      Tensor all = x16.to(Dtype::Float64).requires_grad_();
+      Tensor y_mine = sync(mine), y_all = plain(all);
+      EXPECT_EQ(y_mine.dtype(), dtype);
+      // One rounding of a float32 result: half an ulp, plus float32's own error.
+      expect_within(y_mine, y_all.narrow(0, first, per_rank), eps16 * 1.01, 1e-5, name + " output");
+      sum(mul(y_mine, w16.narrow(0, first, per_rank))).backward();
+      sum(mul(y_all, w16.to(Dtype::Float64))).backward();
+      EXPECT_EQ(mine.grad().dtype(), dtype);
+      const Tensor want_dx = all.grad().narrow(0, first, per_rank);
+      // The input gradient subtracts per-channel means: allow float32 cancellation error
+      // relative to the largest gradient, besides the final rounding.
+      expect_within(mine.grad(), want_dx, eps16 * 1.01, 1e-5 * max_abs(want_dx),
+                    name + " input gradient");
+      for (const char* p : {"weight", "bias"}) {
+        Tensor grad_sum = sync.find_tensor(p).grad().clone();
+        EXPECT_EQ(grad_sum.dtype(), Dtype::Float32) << p;
+        g->allreduce_sum(grad_sum);  // what DistributedDataParallel sums
+        const Tensor want = plain.find_tensor(p).grad();
+        expect_within(grad_sum, want, 1e-5, 1e-5 * max_abs(want), name + " " + p);
+      }
+      sync.zero_grad();
+      plain.zero_grad();
+    }
+    EXPECT_EQ(sync.running_mean.dtype(), Dtype::Float32);
+    expect_within(sync.running_mean, plain.running_mean, 1e-5, 1e-6, name + " running_mean");
+    expect_within(sync.running_var, plain.running_var, 1e-5, 1e-6, name + " running_var");
+    sync.eval();
+    plain.eval();
+    expect_within(sync(x16.narrow(0, first, per_rank)),
+                  plain(x16.to(Dtype::Float64)).narrow(0, first, per_rank), eps16 * 1.01, 1e-5,
+                  name + " eval");
+  }
 }
 
 TEST(SyncBatchNorm, AllReduceSumGradientIsTheSumOfEveryRanksGradient) {
