@@ -2,9 +2,10 @@
 // forward and both gradients, forced and as the planner chooses it, through aclnnConvTbc /
 // aclnnConvTbcBackward and through aclnnConvolution / aclnnConvolutionBackward on zero-copy
 // [B, C, T] views of the same [T, B, C] buffers (every output mask, bias on and off, bf16 and
-// fp32 outputs, rows stored with gaps). The tolerance is the aclnn tests' policy (support/compare.h): bf16 operands are
-// exact, so only the fp32 accumulation (1e-5 of the sum of the terms' magnitudes) and the final
-// rounding to the output's dtype remain; one dropped or misplaced term fails it.
+// fp32 outputs, rows stored with gaps). The tolerance is the aclnn tests' policy
+// (support/compare.h): bf16 operands are exact, so only the fp32 accumulation (1e-5 of the sum of
+// the terms' magnitudes) and the final rounding to the output's dtype remain; one dropped or
+// misplaced term fails it.
 //
 // Built twice: against libaclnn_amx_model (every machine: the tiles' software model) and against
 // libaclnn, where it runs on the CPU's tiles and skips on machines without AMX.
@@ -37,9 +38,9 @@ using acltest::TestTensor;
 // chunks with edge taps (630 rows: 256 + 256 + 118), two k blocks of a tap (C 40 -> 64), two
 // C_out blocks of the weight gradient (140 > 128), a long B = 1 sequence.
 const naive::TbcGeom kGeoms[] = {
-    {9, 3, 5, 7, 3, 1},   {8, 1, 6, 4, 2, 0},   {12, 5, 17, 33, 1, 0}, {11, 2, 40, 20, 4, 3},
-    {20, 3, 33, 50, 5, 2}, {3, 5, 9, 11, 3, 0},  {70, 9, 67, 70, 3, 1}, {40, 7, 48, 140, 3, 2},
-    {301, 1, 16, 34, 2, 1}};
+    {9, 3, 5, 7, 3, 1},    {8, 1, 6, 4, 2, 0},     {12, 5, 17, 33, 1, 0},
+    {11, 2, 40, 20, 4, 3}, {20, 3, 33, 50, 5, 2},  {3, 5, 9, 11, 3, 0},
+    {70, 9, 67, 70, 3, 1}, {40, 7, 48, 140, 3, 2}, {301, 1, 16, 34, 2, 1}};
 
 // Expects `want` plan lines in `log`, every one naming tbc_amx, bf16 products and the tiles in
 // force (amx=model on the model library, amx=on on the CPU's tiles).
@@ -199,8 +200,8 @@ size_t CheckBackwardOnViews(const naive::TbcGeom& g, int64_t gap, const bool mas
 // (stored without gaps: a fp32 output's rows are its own).
 void CheckForwardOnViews(const naive::TbcGeom& g, int64_t gap, bool with_bias, aclDataType bias_dt,
                          aclDataType out_dt, uint64_t seed) {
-  const Gapped x({g.T, g.B, g.C_in}, gap, false, seed), w({g.K, g.C_in, g.C_out}, gap, false,
-                                                           seed + 1);
+  const Gapped x({g.T, g.B, g.C_in}, gap, false, seed),
+      w({g.K, g.C_in, g.C_out}, gap, false, seed + 1);
   TestTensor bias({g.C_out}, bias_dt);
   acltest::Rng rng(seed + 2);
   bias.Fill(rng.Uniform(bias.numel()));

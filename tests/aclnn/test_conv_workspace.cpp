@@ -177,27 +177,29 @@ TEST(WorkspaceBf16, TbcAtMostTwiceTheLargestTensor) {
   const aclDataType dt = ACL_BF16;
   acltest::TestTensor x({T, B, Ci}, dt), w({K, Ci, Co}, dt), b({Co}, dt), gy({T_out, B, Co}, dt);
   acltest::TestTensor gx({T, B, Ci}, dt), gw({K, Ci, Co}, dt), gb({Co}, dt), y({T_out, B, Co}, dt);
-  const uint64_t largest = std::max({Bytes({T, B, Ci}, dt), Bytes({K, Ci, Co}, dt),
-                                     Bytes({T_out, B, Co}, dt)});
+  const uint64_t largest =
+      std::max({Bytes({T, B, Ci}, dt), Bytes({K, Ci, Co}, dt), Bytes({T_out, B, Co}, dt)});
   acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
   ::testing::internal::CaptureStderr();
   uint64_t backward = 0, forward = 0;
   aclOpExecutor *ex_b = nullptr, *ex_f = nullptr;
   aclnnStatus status_b = 0, status_f = 0;
   tbb::task_arena(2).execute([&] {
-    status_b = aclnnConvTbcBackwardGetWorkspaceSize(gy.get(), x.get(), w.get(), b.get(),
-                                                    tbc->pad[0], 0, gx.get(), gw.get(), gb.get(),
-                                                    &backward, &ex_b);
+    status_b =
+        aclnnConvTbcBackwardGetWorkspaceSize(gy.get(), x.get(), w.get(), b.get(), tbc->pad[0], 0,
+                                             gx.get(), gw.get(), gb.get(), &backward, &ex_b);
     status_f = aclnnConvTbcGetWorkspaceSize(x.get(), w.get(), b.get(), tbc->pad[0], y.get(), 0,
                                             &forward, &ex_f);
   });
   const std::string log = ::testing::internal::GetCapturedStderr();
   ASSERT_EQ(status_b, 0);
   ASSERT_EQ(status_f, 0);
-  EXPECT_LE(backward, 2 * largest) << "tbc backward: workspace " << backward << " bytes, largest "
-                                   << largest << "\n" << log;
+  EXPECT_LE(backward, 2 * largest)
+      << "tbc backward: workspace " << backward << " bytes, largest " << largest << "\n"
+      << log;
   EXPECT_LE(forward, 2 * largest) << "tbc forward: workspace " << forward << " bytes, largest "
-                                  << largest << "\n" << log;
+                                  << largest << "\n"
+                                  << log;
   const std::vector<std::string> plans = acltest::VerbosePlanLines(log);
   EXPECT_EQ(plans.size(), 3u) << log;  // gradInput, gradWeight (+ gradBias), the forward
   if (acltest::AmxTilesInForce() != "off") {

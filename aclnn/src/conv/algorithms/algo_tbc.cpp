@@ -1,7 +1,8 @@
 // The time-major forms of ConvTbc (tbc_gemm.h) as registered JobAlgorithms of scope kAll: when
 // each applies to a call and when its cost rules prefer it. Their bodies are tbc_gemm.cpp,
-// tbc_amx.cpp, tbc_bf16.cpp and tbc_convert.cpp; each computes every requested primitive of the call on the
-// caller's rows, with no copy of the activations, and sums gradBias in its weight tasks.
+// tbc_amx.cpp, tbc_bf16.cpp and tbc_convert.cpp; each computes every requested primitive of the
+// call on the caller's rows, with no copy of the activations, and sums gradBias in its weight
+// tasks.
 #include <optional>
 
 #include "conv/algorithms/tbc_gemm.h"

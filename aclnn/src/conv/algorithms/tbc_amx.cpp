@@ -189,8 +189,7 @@ void store_weights(const ConvJob& j, int64_t o0, int64_t no, const float* dwt) {
 
 // dW_k[:, o-block] = sum_r X[r + (k - pad) B]^T . dY[r][o-block] for every tap k of one
 // output-channel block task, over chunks of kWeightRows output rows (see the top of this file).
-void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base,
-                float* bias_out) {
+void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base, float* bias_out) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2], Ci = g.C_in;
   const int64_t rows_in = g.in[2] * B, rows_out = g.out[2] * B;
@@ -203,7 +202,7 @@ void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base
     char* slot = slot_base + slot_of(slots) * slot_bytes;
     float* dwt = reinterpret_cast<float*>(slot);  // [K][Ci][no]
     char* panels = slot + align64(K * Ci * ob * 4);
-    uint16_t* ap = reinterpret_cast<uint16_t*>(panels);             // X^T of one tap
+    uint16_t* ap = reinterpret_cast<uint16_t*>(panels);                 // X^T of one tap
     uint16_t* chunk_b = reinterpret_cast<uint16_t*>(panels + a_bytes);  // dy rows of the chunk
     uint16_t* edge_b = reinterpret_cast<uint16_t*>(panels + a_bytes + b_bytes);
     std::fill(dwt, dwt + K * Ci * no, 0.0f);
