@@ -187,8 +187,11 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     const size_t b = line.find(",blocking=");
     ASSERT_NE(b, std::string::npos) << line;
     const bool tbc = line.find(",tbc_") != std::string::npos;
+    const bool tbc_amx = line.find(",tbc_amx,") != std::string::npos;
     const bool fused = line.find(",depthwise_fused,") != std::string::npos;
-    EXPECT_EQ(tbc, line.find(",blocking=per-tap-gemms,") != std::string::npos) << line;
+    // (tbc_amx: one tile GEMM per task with the taps concatenated, "blocking=amx-tap-panels".)
+    EXPECT_EQ(tbc && !tbc_amx, line.find(",blocking=per-tap-gemms,") != std::string::npos) << line;
+    EXPECT_EQ(tbc_amx, line.find(",blocking=amx-tap-panels,") != std::string::npos) << line;
     EXPECT_EQ(fused, line.find(",blocking=per-channel-tasks,") != std::string::npos) << line;
     if (!tbc && !fused) {
       ASSERT_EQ(std::sscanf(line.c_str() + b,
@@ -210,7 +213,7 @@ TEST_P(ConvAlgorithm, ForcedMatchesReferenceAndRuns) {
     if (bf16) {
       EXPECT_TRUE(acltest::Bf16NativeRuns()) << line;
     }
-    if (line.find(",amx_gemm,") != std::string::npos) {
+    if (line.find(",amx_gemm,") != std::string::npos || tbc_amx) {
       EXPECT_TRUE(bf16) << line;
     }
     EXPECT_NE(line.find(acltest::Bf16DotRuns() ? ",bf16_dot=on," : ",bf16_dot=off,"),
@@ -331,6 +334,7 @@ TEST(ConvAlgorithmRegistry, ListsEveryPathWithItsPrimitivesAndWhereItRuns) {
   const bool packed = acltest::PackedKernelsRun();  // tbc_convert needs our packed GEMM
   for (Expected e : {Expected{"tbc_gemm", "all", true}, Expected{"tbc_convert", "all", packed},
                      Expected{"tbc_bf16", "all", acltest::Bf16DotRuns()},
+                     Expected{"tbc_amx", "all", acltest::AmxTilesInForce() != "off"},
                      Expected{"depthwise_fused", "backward", true}}) {
     int found = 0;
     for (const Algo& a : all) {

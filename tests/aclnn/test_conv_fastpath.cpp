@@ -217,9 +217,9 @@ std::string Joined(const std::set<std::string>& names) {
 }
 
 // The time-major forms are registered algorithms (scope "all") that the planner picks by their
-// rules: tbc_gemm for fp32 views; tbc_bf16 for bf16 from ~4M multiply-adds where the dot kernels
-// run; tbc_convert for the other float forms where our packed GEMM runs, except bf16 on the AMX
-// tiles (amx_gemm on the packed views); none for views that are not time-major, and none while
+// rules: tbc_gemm for fp32 views; tbc_amx for bf16 at every size where the AMX tiles run;
+// tbc_bf16 for bf16 from ~4M multiply-adds where the dot kernels run; tbc_convert for the other
+// float forms where our packed GEMM runs; none for views that are not time-major, and none while
 // ACLNN_CPU_CONV_ALGO forces another algorithm (which then runs on the time-major views).
 TEST(FastPathTbc, PlannerPicksTheFormsByTheirRules) {
   using Names = std::set<std::string>;
@@ -241,12 +241,15 @@ TEST(FastPathTbc, PlannerPicksTheFormsByTheirRules) {
     EXPECT_TRUE(packed ? got == Names{"tbc_convert"} : no_form(got)) << Joined(got);
   }
   const Names bf16_big = TbcPlanAlgorithms({big, Layout::kContiguous, ACL_BF16});
-  EXPECT_TRUE(dot              ? bf16_big == Names{"tbc_bf16"}
-              : !amx && packed ? bf16_big == Names{"tbc_convert"}
-                               : no_form(bf16_big))
+  EXPECT_TRUE(amx      ? bf16_big == Names{"tbc_amx"}
+              : dot    ? bf16_big == Names{"tbc_bf16"}
+              : packed ? bf16_big == Names{"tbc_convert"}
+                       : no_form(bf16_big))
       << Joined(bf16_big);
   const Names bf16_small = TbcPlanAlgorithms({small, Layout::kContiguous, ACL_BF16});
-  EXPECT_TRUE(!amx && packed ? bf16_small == Names{"tbc_convert"} : no_form(bf16_small))
+  EXPECT_TRUE(amx      ? bf16_small == Names{"tbc_amx"}
+              : packed ? bf16_small == Names{"tbc_convert"}
+                       : no_form(bf16_small))
       << Joined(bf16_small);
   acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "im2col_gemm");
   const Names forced = TbcPlanAlgorithms({big, Layout::kContiguous});

@@ -14,6 +14,7 @@
 #include <tbb/task_arena.h>
 
 #include "acl/acl.h"
+#include "aclnnop/aclnn_convolution.h"
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "cases.h"  // bench/cases.h: the benchmark problems
 #include "support/acl_test_util.h"
@@ -154,6 +155,59 @@ TEST(WorkspaceBf16, PointwiseAtMostTwiceTheLargestTensor) {
   if (!acltest::Bf16DotRuns())
     GTEST_SKIP() << "bf16 is converted to fp32 here (no bf16 dot kernels)";
   ExpectWithinBound(BenchProblem("c2d_resnet1x1", 4), ACL_BF16);
+}
+
+// The benchmark's tbc problem, bf16, through aclnnConvTbcBackward (all three gradients) and
+// aclnnConvTbc: the time-major forms read the caller's rows in place, so only their scratch is
+// asked for. Where the AMX tiles run (the CPU's, or the model of libaclnn_amx_model) that is
+// tbc_amx: the weight taps packed once and per-thread panels.
+//
+// Known gap, tier none only (ctest's _maxnone run of the shipped library): no time-major form runs
+// bf16 there (tbc_convert needs our packed GEMM), so the regular path packs the views and asks for
+// 31,065,152 bytes (backward) and 21,103,680 (forward) against a bound of 16,777,216.
+TEST(WorkspaceBf16, TbcAtMostTwiceTheLargestTensor) {
+  if (!acltest::PackedKernelsRun() && acltest::AmxTilesInForce() == "off")
+    GTEST_SKIP() << "known gap at tier none (see above)";
+  const aclbench::Case* tbc = nullptr;
+  for (const aclbench::Case& c : aclbench::cases())
+    if (c.tbc) tbc = &c;
+  ASSERT_NE(tbc, nullptr) << "no tbc problem in bench/cases.cpp";
+  const int64_t T = tbc->x[0], B = tbc->x[1], Ci = tbc->x[2], K = tbc->w[0], Co = tbc->w[2];
+  const int64_t T_out = T + 2 * tbc->pad[0] + 1 - K;
+  const aclDataType dt = ACL_BF16;
+  acltest::TestTensor x({T, B, Ci}, dt), w({K, Ci, Co}, dt), b({Co}, dt), gy({T_out, B, Co}, dt);
+  acltest::TestTensor gx({T, B, Ci}, dt), gw({K, Ci, Co}, dt), gb({Co}, dt), y({T_out, B, Co}, dt);
+  const uint64_t largest =
+      std::max({Bytes({T, B, Ci}, dt), Bytes({K, Ci, Co}, dt), Bytes({T_out, B, Co}, dt)});
+  acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  ::testing::internal::CaptureStderr();
+  uint64_t backward = 0, forward = 0;
+  aclOpExecutor *ex_b = nullptr, *ex_f = nullptr;
+  aclnnStatus status_b = 0, status_f = 0;
+  tbb::task_arena(2).execute([&] {
+    status_b =
+        aclnnConvTbcBackwardGetWorkspaceSize(gy.get(), x.get(), w.get(), b.get(), tbc->pad[0], 0,
+                                             gx.get(), gw.get(), gb.get(), &backward, &ex_b);
+    status_f = aclnnConvTbcGetWorkspaceSize(x.get(), w.get(), b.get(), tbc->pad[0], y.get(), 0,
+                                            &forward, &ex_f);
+  });
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(status_b, 0);
+  ASSERT_EQ(status_f, 0);
+  EXPECT_LE(backward, 2 * largest)
+      << "tbc backward: workspace " << backward << " bytes, largest " << largest << "\n"
+      << log;
+  EXPECT_LE(forward, 2 * largest) << "tbc forward: workspace " << forward << " bytes, largest "
+                                  << largest << "\n"
+                                  << log;
+  const std::vector<std::string> plans = acltest::VerbosePlanLines(log);
+  EXPECT_EQ(plans.size(), 3u) << log;  // gradInput, gradWeight (+ gradBias), the forward
+  if (acltest::AmxTilesInForce() != "off") {
+    for (const std::string& line : plans)
+      EXPECT_NE(line.find(",tbc_amx,"), std::string::npos) << line;
+  }
+  EXPECT_EQ(aclDestroyAclOpExecutor(ex_b), 0);
+  EXPECT_EQ(aclDestroyAclOpExecutor(ex_f), 0);
 }
 
 // The plan lines phase 1 prints (ACLNN_CPU_VERBOSE) for all three gradients of `p` in `dt`.

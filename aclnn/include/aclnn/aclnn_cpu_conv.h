@@ -17,9 +17,9 @@
  * kernels run on a software model of the tiles.
  *
  * The functions below list every registered algorithm: those of one primitive, then those of
- * several at once ("tbc_gemm", "tbc_bf16", "tbc_convert": the time-major 1-d forms of ConvTbc,
- * which serve all three primitives; "depthwise_fused": both gradients of a depthwise convolution
- * in one pass over dy). Each can be forced by its name. */
+ * several at once ("tbc_gemm", "tbc_amx", "tbc_bf16", "tbc_convert": the time-major 1-d forms of
+ * ConvTbc, which serve all three primitives; "depthwise_fused": both gradients of a depthwise
+ * convolution in one pass over dy). Each can be forced by its name. */
 #ifndef ACLNN_ACLNN_CPU_CONV_H_
 #define ACLNN_ACLNN_CPU_CONV_H_
 

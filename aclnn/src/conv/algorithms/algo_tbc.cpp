@@ -1,7 +1,8 @@
 // The time-major forms of ConvTbc (tbc_gemm.h) as registered JobAlgorithms of scope kAll: when
 // each applies to a call and when its cost rules prefer it. Their bodies are tbc_gemm.cpp,
-// tbc_bf16.cpp and tbc_convert.cpp; each computes every requested primitive of the call on the
-// caller's rows, with no copy of the activations, and sums gradBias in its weight tasks.
+// tbc_amx.cpp, tbc_bf16.cpp and tbc_convert.cpp; each computes every requested primitive of the
+// call on the caller's rows, with no copy of the activations, and sums gradBias in its weight
+// tasks.
 #include <optional>
 
 #include "conv/algorithms/tbc_gemm.h"
@@ -90,6 +91,31 @@ bool run_gemm(const ConvJob& j, const Problem& p, const JobFit& f, Primitive pri
   return bias != nullptr;
 }
 
+// tbc_amx: bf16 views (Problem::bf16: no fp16 rounding) on the AMX tiles, wherever the bf16_amx
+// policy is on (the CPU module's decision, or the test library's tile model): preferred at every
+// size, as amx_gemm is on the regular path, which would otherwise take these calls after packing
+// the views to [N, C, T]. Outputs and bias of any float dtype (rounded once as stored).
+JobFit plan_amx(const JobProblem& jp) {
+  JobFit f;
+  const ConvJob& j = *jp.job;
+  const Problem& p = jp.problem;
+  if (!time_major_job(j, f)) return f;
+  if (!p.bf16 || !p.bf16_amx || !dtypes_are(j, float_kind)) {
+    f.reason = "needs bf16 inputs on the AMX tiles (policy bf16_amx)";
+    return f;
+  }
+  f.applies = f.preferred = true;
+  f.reason = "time-major 1-d bf16 views on the AMX tiles";
+  f.scratch = tbc_amx_scratch(j, p.slots);
+  return f;
+}
+bool run_amx(const ConvJob& j, const Problem& p, const JobFit& f, Primitive prim,
+             const JobOperands& o) {
+  float* bias = bias_of(j, prim, o);
+  tbc_run_amx(j, f.scratch, prim, p.slots, o.scratch, bias);
+  return bias != nullptr;
+}
+
 // tbc_bf16: bf16 views (Problem::bf16: no fp16 rounding) where the dot kernels run, preferred from
 // ~4M multiply-adds (vdpbf16ps reads bf16 subnormals as zero, so small problems, which gain
 // nothing from it, stay exact).
@@ -118,9 +144,8 @@ bool run_bf16(const ConvJob& j, const Problem& p, const JobFit& f, Primitive pri
 }
 
 // tbc_convert: any float dtype or rounding, each task converting the rows it reads (our packed
-// GEMM: `needs`), so no whole-tensor copy is made. Not for bf16 on the AMX tiles (the bf16_amx
-// policy): the regular path packs the views to [N, C, T] and runs amx_gemm, whose tile products
-// outrun every time-major form.
+// GEMM: `needs`), so no whole-tensor copy is made. (bf16 on the AMX tiles is tbc_amx's, listed
+// before it.)
 JobFit plan_convert(const JobProblem& jp) {
   JobFit f;
   const ConvJob& j = *jp.job;
@@ -130,10 +155,8 @@ JobFit plan_convert(const JobProblem& jp) {
     f.reason = "needs fp32, fp16 or bf16 views";
     return f;
   }
-  f.applies = true;
-  f.preferred = !(p.bf16 && p.bf16_amx);
-  f.reason = f.preferred ? "time-major 1-d views, converted as read"
-                         : "bf16 on the AMX tiles: amx_gemm on the packed views is faster";
+  f.applies = f.preferred = true;
+  f.reason = "time-major 1-d views, converted as read";
   f.scratch = tbc_convert_scratch(j, p.slots);
   return f;
 }
@@ -148,6 +171,17 @@ bool run_convert(const ConvJob& j, const Problem& p, const JobFit& f, Primitive 
 
 // ConvTbc's per-tap GEMMs split time steps by their own rule (tbc_gemm.h): "per-tap-gemms".
 const JobAlgorithm kTbcGemm{"tbc_gemm", JobScope::kAll, plan_gemm, run_gemm, "per-tap-gemms"};
+// tbc_amx: one tile GEMM per task of rows (the taps concatenated along the reduction), and per
+// chunk of rows and tap in the weight gradient. No `needs`: the tiles are the bf16_amx policy's.
+const JobAlgorithm kTbcAmx{"tbc_amx",
+                           JobScope::kAll,
+                           plan_amx,
+                           run_amx,
+                           "amx-tap-panels",
+                           /*needs=*/{},
+                           /*bf16_only=*/true,
+                           /*reads_sources=*/false,
+                           Bf16Engine::kAmx};
 const JobAlgorithm kTbcBf16{"tbc_bf16",        JobScope::kAll,  plan_bf16,
                             run_bf16,          "per-tap-gemms", /*needs=*/cpu::kAvx512Bf16Features,
                             /*bf16_only=*/true};

@@ -8,9 +8,12 @@
 //   backward_data    dX[r]  = sum_k dY[r + (pad - k) B] . W_k^T    (+ bias: the transposed forward)
 //   backward_weight  dW_k   = sum_r X[r + (k - pad) B]^T . dY[r]   (over the rows where both exist)
 //
-// A row shifted outside [0, T*B) is a time step in the padding: it contributes nothing. Three
+// A row shifted outside [0, T*B) is a time step in the padding: it contributes nothing. Four
 // named forms (registered JobAlgorithms, job_algorithm.h), one per way of reading the operands:
 //   tbc_gemm     fp32 views as they are: our sgemm on the caller's rows (tbc_gemm.cpp).
+//   tbc_amx      bf16 views on the AMX tiles (tbc_amx.cpp), fp32 accumulation: forward and data
+//                one tile GEMM per task of rows with the taps concatenated along the reduction,
+//                the weight gradient accumulating tile GEMMs of X^T and dY per chunk of rows.
 //   tbc_bf16     bf16 views with the AVX512_BF16 pair kernels (tbc_bf16.cpp), fp32 accumulation.
 //   tbc_convert  any float dtype or cubeMathType rounding: each task converts the rows it reads
 //                into fp32 panels of its scratch slot and runs our sgemm on them
@@ -29,7 +32,7 @@
 
 namespace aclnn_cpu::conv {
 
-// The three forms are registered JobAlgorithms of scope kAll (algo_tbc.cpp: when each applies
+// The four forms are registered JobAlgorithms of scope kAll (algo_tbc.cpp: when each applies
 // and is preferred); these are their bodies.
 //
 // Scratch of one run (JobScratch): `shared` bytes for all tasks (packed weights, bias) and `slot`
@@ -44,7 +47,10 @@ using TbcScratch = JobScratch;
 TbcScratch tbc_gemm_scratch(const ConvJob& job, bool own_gemm);
 void tbc_run_gemm(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
                   float* bias_out);
-// tbc_bf16 (tbc_bf16.cpp) and tbc_convert (tbc_convert.cpp), the same way.
+// tbc_amx (tbc_amx.cpp), tbc_bf16 (tbc_bf16.cpp) and tbc_convert (tbc_convert.cpp), the same way.
+TbcScratch tbc_amx_scratch(const ConvJob& job, int slots);
+void tbc_run_amx(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
+                 float* bias_out);
 TbcScratch tbc_bf16_scratch(const ConvJob& job, int slots);
 void tbc_run_bf16(const ConvJob& job, const TbcScratch& s, Primitive prim, int slots, char* scratch,
                   float* bias_out);

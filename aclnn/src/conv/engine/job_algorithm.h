@@ -3,7 +3,7 @@
 // Algorithm cannot say either of the two there are:
 //
 //   scope kAll       every requested primitive of the call, on the caller's buffers as they lie
-//                    (the time-major forms of ConvTbc: tbc_gemm, tbc_bf16, tbc_convert;
+//                    (the time-major forms of ConvTbc: tbc_gemm, tbc_amx, tbc_bf16, tbc_convert;
 //                    algo_tbc.cpp). Applicability depends on the views' strides and dtypes, which
 //                    a Problem does not have, and nothing is copied into the workspace.
 //   scope kBackward  backward_data and backward_weight in one pass over dy (depthwise_fused,
@@ -83,10 +83,12 @@ struct JobAlgorithm {
   // The CPU features its kernels need: the planner offers it nothing where cpu::may_use says no,
   // and aclnnCpuConvAlgorithmRunsHere reports it.
   cpu::FeatureSet needs = {};
-  // Reads bf16 inputs only, with the AVX512_BF16 dot kernels (the bf16_dot policy).
+  // Reads bf16 inputs only, on `bf16_engine`: the AVX512_BF16 dot kernels (the bf16_dot
+  // policy) or the AMX tiles (bf16_amx); aclnnCpuConvAlgorithmRunsHere asks that policy.
   bool bf16_only = false;
   // kBackward: reads x, w and y as stored (Sources) rather than as fp32 copies.
   bool reads_sources = false;
+  Bf16Engine bf16_engine = Bf16Engine::kDot;
 };
 
 // The planner's pick of a JobAlgorithm.
@@ -105,6 +107,7 @@ std::optional<JobChoice> choose_job_algorithm(JobScope scope, const JobProblem& 
 
 // The registered JobAlgorithms (algo_tbc.cpp, algo_depthwise_fused.cpp).
 extern const JobAlgorithm kTbcGemm;         // kAll: fp32 views, our sgemm on the caller's rows
+extern const JobAlgorithm kTbcAmx;          // kAll: bf16 views, tile GEMMs on AMX
 extern const JobAlgorithm kTbcBf16;         // kAll: bf16 views, the AVX512_BF16 pair kernels
 extern const JobAlgorithm kTbcConvert;      // kAll: any float dtype, rows converted per task
 extern const JobAlgorithm kDepthwiseFused;  // kBackward: dx, dw, gradBias in one pass over dy

@@ -50,7 +50,7 @@ constexpr auto kAll = concat(kForward, kData, kWeight);
 
 // The JobAlgorithms (job_algorithm.h): the time-major forms, consulted before the lists above,
 // and the fused backward passes, consulted after them; every one of them, derived from the two.
-constexpr const JobAlgorithm* kWholeJob[] = {&kTbcGemm, &kTbcBf16, &kTbcConvert};
+constexpr const JobAlgorithm* kWholeJob[] = {&kTbcGemm, &kTbcAmx, &kTbcBf16, &kTbcConvert};
 constexpr const JobAlgorithm* kFusedBackward[] = {&kDepthwiseFused};
 template <size_t A, size_t B>
 constexpr std::array<const JobAlgorithm*, A + B> concat_jobs(const JobAlgorithm* const (&a)[A],
@@ -252,7 +252,6 @@ ACL_FUNC_VISIBILITY const char* aclnnCpuConvAlgorithmName(int index) {
 }
 
 ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
-  using aclnn_cpu::conv::Bf16Engine;
   const auto e = aclnn_cpu::conv::entry(index);
   // An algorithm without run_f32 (or bf16_only) reads bf16 only, on its engine (the dot kernels
   // or the tiles).
@@ -261,7 +260,7 @@ ACL_FUNC_VISIBILITY int aclnnCpuConvAlgorithmRunsHere(int index) {
            (e.algo->run_f32 || aclnn_cpu::conv::bf16_engine_runs(e.algo->bf16_engine));
   if (e.job)
     return aclnn_cpu::cpu::may_use(e.job->needs) &&
-           (!e.job->bf16_only || aclnn_cpu::conv::bf16_engine_runs(Bf16Engine::kDot));
+           (!e.job->bf16_only || aclnn_cpu::conv::bf16_engine_runs(e.job->bf16_engine));
   return 0;
 }
 
