@@ -202,9 +202,12 @@ struct ColumnGroups {
 // back, c3d_video's 64 channels x 6846 columns = 1.75 MB; strided grids, whose offsets span their
 // phase planes) chunk by chunk, each swept over all columns, so a chunk's share stays in L2 across
 // its tap rows (column-outer, c3d_video's data gradient stalled on band loads from L3).
-void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                              const float* x, int64_t plane, const float* packed, float* out,
-                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
+void direct_grid_forward_avx2(const GridForwardF32& a) {
+  const int64_t m = a.m, n = a.n, C = a.C, T = a.T, plane = a.plane, ldo = a.ldo;
+  const int64_t c_chunk = a.c_chunk, row_len = a.row_len, pitch = a.pitch;
+  const int64_t* off = a.off;
+  const float *x = a.x, *packed = a.packed;
+  float* out = a.out;
   const ColumnGroups groups(n, row_len, pitch);
   const int64_t G = groups.count(), chunks = (C + c_chunk - 1) / c_chunk;
   const int64_t cc = (C + chunks - 1) / chunks;  // equal chunks: no thin last one
@@ -224,9 +227,13 @@ void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const 
     }
 }
 
-void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
-                             int64_t ldy, const WeightRuns& runs, float* dwt) {
+void direct_grid_weight_avx2(const GridWeightF32& a) {
+  const int64_t m16 = a.m16, C = a.C, T = a.T, ldx = a.ldx, ldy = a.ldy;
+  const int64_t* off = a.off;
+  const TapBox* box = a.box;
+  const float *xt = a.xt, *dyt = a.dyt;
+  const WeightRuns& runs = a.runs;
+  float* dwt = a.dwt;
   for (int64_t o0 = 0; o0 < m16;) {
     const bool wide = o0 + 32 <= m16;
     const int64_t width = wide ? 3 : 6;

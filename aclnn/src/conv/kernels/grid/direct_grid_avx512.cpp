@@ -151,25 +151,17 @@ inline __m512 tree_sum16(const __m512 (&v)[16]) {
 
 }  // namespace
 
-void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                                const float* x, int64_t plane, const float* packed, float* out,
-                                int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
-  grid_forward<kOB, kPV>(kForwardTileSets<F32Unit>, m, n, C, T, off, x, plane, packed, out, ldo,
-                         c_chunk, row_len, pitch);
+void direct_grid_forward_avx512(const GridForwardF32& a) {
+  grid_forward<kOB, kPV>(kForwardTileSets<F32Unit>, a);
 }
 
-void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                               const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
-                               int64_t ldy, const WeightRuns& runs, float* dwt) {
-  weight_calls<true>(m16, C, T, off, box, xt, InPlaceX{1, ldx, runs.pitch * ldx}, dyt, ldy, runs,
-                     dwt);
+void direct_grid_weight_avx512(const GridWeightF32& a) {
+  weight_calls<true>(a.m16, a.C, a.T, a.off, a.box, a.xt, InPlaceX{1, a.ldx, a.runs.pitch * a.ldx},
+                     a.dyt, a.ldy, a.runs, a.dwt);
 }
 
-void direct_weight_in_place_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* xoff,
-                                   const TapBox* box, const float* x, const InPlaceX& xl,
-                                   const float* dyt, int64_t ldy, const WeightRuns& runs,
-                                   float* dwt, WeightAhead* ahead) {
-  weight_calls<false>(m16, C, T, xoff, box, x, xl, dyt, ldy, runs, dwt, ahead);
+void direct_weight_in_place_avx512(const GridWeightF32& a, const float* x, const InPlaceX& xl) {
+  weight_calls<false>(a.m16, a.C, a.T, a.off, a.box, x, xl, a.dyt, a.ldy, a.runs, a.dwt, a.ahead);
 }
 
 // HF32: keep the fp32 exponent, drop the low 12 mantissa bits with round-to-nearest-even; inf and

@@ -103,17 +103,20 @@ void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t 
   }
 }
 
-void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
-                              const uint32_t* x, int64_t plane, const uint32_t* packed, float* out,
-                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
-  grid_forward<kOB, kPV>(kForwardTileSets<Bf16PairUnit>, m, n, C2, T, off, x, plane, packed, out,
-                         ldo, c_chunk, row_len, pitch);
+void direct_grid_forward_bf16(const GridForwardBf16& a) {
+  grid_forward<kOB, kPV>(kForwardTileSets<Bf16PairUnit>, a);
 }
 
-void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                                   const TapBox* box, const uint32_t* xt, int64_t ldx,
-                                   const uint32_t* dyt, int64_t ldy, const WeightRuns& runs,
-                                   float* dwt, WeightAhead* ahead) {
+namespace {
+
+// The calls of direct_grid_weight_bf16's register tiles (a's own ahead ignored: `ahead`).
+inline void weight_bf16_calls(const GridWeightBf16& a, WeightAhead* ahead) {
+  const int64_t m16 = a.m16, C = a.C, T = a.T, ldx = a.ldx, ldy = a.ldy;
+  const int64_t* off = a.off;
+  const TapBox* box = a.box;
+  const uint32_t *xt = a.xt, *dyt = a.dyt;
+  const WeightRuns& runs = a.runs;
+  float* dwt = a.dwt;
   const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
   for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
     const bool two = o0 + 32 <= m16;
@@ -137,10 +140,12 @@ void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int6
   }
 }
 
-void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const TapBox* box, const uint32_t* xt, int64_t ldx,
-                             const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt) {
-  direct_grid_weight_ahead_bf16(m16, C, T, off, box, xt, ldx, dyt, ldy, runs, dwt, nullptr);
+}  // namespace
+
+// Two copies of the calls: without an ask-ahead the compiler drops its test per tile.
+void direct_grid_weight_bf16(const GridWeightBf16& a) {
+  if (!a.ahead) return weight_bf16_calls(a, nullptr);
+  weight_bf16_calls(a, a.ahead);
 }
 
 namespace {

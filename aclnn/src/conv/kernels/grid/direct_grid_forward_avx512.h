@@ -117,28 +117,24 @@ static inline void select_forward_tiles(const Tile* const* sets, int64_t left, i
   for (int r = 1; r <= kOB; ++r) tiles[r] = sets[set][r];
 }
 
-// out[o][j] (+)= sum_{c, t} w[o][c][t] * x[c * plane + off[t] + j] for o < m, j < n, through the
-// tiles of `sets` over spans of columns (select_forward_tiles), channels in chunks of c_chunk
-// (whose band window stays in L1 while every output block reads it; a later chunk adds to
-// `out`), output channels in blocks of kOB. E: the unit of x and of the packed weights (a float,
-// or a bf16 channel pair); C counts those units.
+// direct_grid.h's GridForward through the tiles of `sets` over spans of columns
+// (select_forward_tiles), channels in chunks of c_chunk (whose band window stays in L1 while every
+// output block reads it; a later chunk adds to `out`), output channels in blocks of kOB.
 template <int kOB, int kPV, typename Tile, typename E>
-static inline void grid_forward(const Tile* const* sets, int64_t m, int64_t n, int64_t C, int64_t T,
-                                const int64_t* off, const E* x, int64_t plane, const E* packed,
-                                float* out, int64_t ldo, int64_t c_chunk, int64_t row_len,
-                                int64_t pitch) {
-  const bool by_rows = row_len > 0;
-  const int64_t step = by_rows ? kPV * pitch : 16 * kPV;
-  for (int64_t j0 = 0; j0 < n; j0 += step) {
+static inline void grid_forward(const Tile* const* sets, const GridForward<E>& a) {
+  const bool by_rows = a.row_len > 0;
+  const int64_t step = by_rows ? kPV * a.pitch : 16 * kPV;
+  for (int64_t j0 = 0; j0 < a.n; j0 += step) {
     __mmask16 mask[kPV];
     Tile tiles[kOB + 1];
-    select_forward_tiles<kOB, kPV>(sets, n - j0, row_len, pitch, mask, tiles);
-    for (int64_t c0 = 0; c0 < C; c0 += c_chunk) {
-      const int64_t cc = c_chunk < C - c0 ? c_chunk : C - c0;
-      for (int64_t o0 = 0; o0 < m; o0 += kOB) {
-        const int rows = static_cast<int>(kOB < m - o0 ? kOB : m - o0);
-        tiles[rows](cc, T, off, x + c0 * plane + j0, plane, packed + (o0 * C + c0 * kOB) * T,
-                    out + o0 * ldo + j0, ldo, mask, c0 > 0, by_rows ? pitch : 16);
+    select_forward_tiles<kOB, kPV>(sets, a.n - j0, a.row_len, a.pitch, mask, tiles);
+    for (int64_t c0 = 0; c0 < a.C; c0 += a.c_chunk) {
+      const int64_t cc = a.c_chunk < a.C - c0 ? a.c_chunk : a.C - c0;
+      for (int64_t o0 = 0; o0 < a.m; o0 += kOB) {
+        const int rows = static_cast<int>(kOB < a.m - o0 ? kOB : a.m - o0);
+        tiles[rows](cc, a.T, a.off, a.x + c0 * a.plane + j0, a.plane,
+                    a.packed + (o0 * a.C + c0 * kOB) * a.T, a.out + o0 * a.ldo + j0, a.ldo, mask,
+                    c0 > 0, by_rows ? a.pitch : 16);
       }
     }
   }
