@@ -226,9 +226,8 @@ inline void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumu
 }
 
 struct KernelAvx2 {
-  static constexpr int64_t kMR = ::aclnn_cpu::gemm::kMR, kNR = ::aclnn_cpu::gemm::kNR;
-  static constexpr int64_t kKC = ::aclnn_cpu::gemm::kKC, kMC = ::aclnn_cpu::gemm::kMC,
-                           kNC = ::aclnn_cpu::gemm::kNC;
+  static constexpr int64_t kMR = gemm::kMR, kNR = gemm::kNR, kKC = gemm::kKC, kMC = gemm::kMC,
+                           kNC = gemm::kNC;
   static constexpr bool kRowPanelsOuter =
       false;  // one B panel pair stays in L1 while the A panels stream past it from L2
   static void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
@@ -245,30 +244,7 @@ struct KernelAvx2 {
 
 }  // namespace
 
-namespace avx2 {
-
-using Blocked = BlockedGemm<KernelAvx2>;
-
-int64_t pack_elems() {
-  return Blocked::pack_elems();
-}
-
-int64_t panel_depth() {
-  return kKC;
-}
-
-void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
-  Blocked::pack_a_once(M, K, A, packed);
-}
-
-void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t a_rows,
-                  int64_t a_row0, const Mat* a_mat, const Mat* b_mat, const BPanels* b_panels,
-                  bool accumulate, float* C, int64_t ldc, float* scratch) {
-  Blocked::sgemm_packed(M, N, K, packed_a, a_rows, a_row0, a_mat, b_mat, b_panels, accumulate, C,
-                        ldc, scratch);
-}
-
-}  // namespace avx2
+const PackedKernel kAvx2Kernel = BlockedGemm<KernelAvx2>::kernel();
 }  // namespace aclnn_cpu::gemm
 
 #include "gemm/target_end.h"

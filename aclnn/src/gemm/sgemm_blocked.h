@@ -1,4 +1,5 @@
-// The cache-blocked loop nest of the packed fp32 GEMM, written once over a kernel trait K and
+// The cache-blocked loop nest of the packed fp32 GEMM and its PackedKernel (sgemm.h), written once
+// over a kernel trait K and
 // included by sgemm_avx512.cpp and sgemm_avx2.cpp inside their target regions, after they define
 // K (their micro-kernels and packers differ in register tiles and are tuned per ISA; the nest
 // around them, pack_a_once's layout and the entry points are the same):
@@ -25,14 +26,18 @@
 namespace aclnn_cpu::gemm {
 namespace {  // NOLINT(google-build-namespaces): see above
 
-// The blocked loop nest, loop order pc -> jc -> ic -> (ir, jr); A comes packed (`packed_a`: rows
-// [a_row0, a_row0 + M) of a matrix whose K blocks are `a_stride` rows apart, pack_a_once's
-// layout) or as a view to pack per block, B as a view or a panel source. scratch: Ap
-// [kMC / kMR][kKC][kMR] then Bp [kNC / kNR][kKC][kNR].
+// The blocked loop nest, loop order pc -> jc -> ic -> (ir, jr), for one PackedCall (sgemm.h).
+// scratch: Ap [kMC / kMR][kKC][kMR] then Bp [kNC / kNR][kKC][kNR].
 template <class K>
-void gemm_blocked(int64_t M, int64_t N, int64_t Kdim, const Mat* A, const float* packed_a,
-                  int64_t a_stride, int64_t a_row0, const Mat* B, const BPanels* b_panels,
-                  bool accumulate, float* C, int64_t ldc, float* scratch) {
+void gemm_blocked(const PackedCall& call) {
+  const int64_t M = call.M, N = call.N, Kdim = call.K, ldc = call.ldc, a_row0 = call.a_row0;
+  const int64_t a_stride = (call.a_rows + K::kMR - 1) / K::kMR * K::kMR;  // rows per K block
+  const Mat* A = call.a_mat;
+  const Mat* B = call.b_mat;
+  const float* packed_a = call.packed_a;
+  const BPanels* b_panels = call.b_panels;
+  const bool accumulate = call.accumulate;
+  float *C = call.C, *scratch = call.scratch;
   float* Ap = scratch;
   float* Bp = scratch + K::kMC * K::kKC;
   for (int64_t pc = 0; pc < Kdim; pc += K::kKC) {
@@ -74,11 +79,9 @@ void gemm_blocked(int64_t M, int64_t N, int64_t Kdim, const Mat* A, const float*
   }
 }
 
-// The entry points of sgemm.h's per-ISA namespaces.
+// sgemm.h's PackedKernel of K.
 template <class K>
 struct BlockedGemm {
-  static int64_t pack_elems() { return K::kMC * K::kKC + K::kKC * K::kNC; }
-
   // Layout: K block pc (rows pc .. pc+kc of the K dimension) starts at pc * m_padded; within it
   // the kMR-row panels follow each other (panel p at p * kMR * kc), exactly what pack_a writes
   // per block.
@@ -88,14 +91,8 @@ struct BlockedGemm {
       K::pack_a(A, 0, M, pc, min64(K::kKC, Kdim - pc), packed + pc * m_padded);
   }
 
-  // packed_a (when not null): rows [a_row0, a_row0 + M) of an a_rows-row matrix packed by
-  // pack_a_once.
-  static void sgemm_packed(int64_t M, int64_t N, int64_t Kdim, const float* packed_a,
-                           int64_t a_rows, int64_t a_row0, const Mat* a_mat, const Mat* b_mat,
-                           const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
-                           float* scratch) {
-    gemm_blocked<K>(M, N, Kdim, a_mat, packed_a, (a_rows + K::kMR - 1) / K::kMR * K::kMR, a_row0,
-                    b_mat, b_panels, accumulate, C, ldc, scratch);
+  static constexpr PackedKernel kernel() {
+    return {K::kMC * K::kKC + K::kKC * K::kNC, K::kKC, &pack_a_once, &gemm_blocked<K>};
   }
 };
 
