@@ -228,18 +228,10 @@ inline void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumu
 struct KernelAvx2 {
   static constexpr int64_t kMR = gemm::kMR, kNR = gemm::kNR, kKC = gemm::kKC, kMC = gemm::kMC,
                            kNC = gemm::kNC;
-  static constexpr bool kRowPanelsOuter =
-      false;  // one B panel pair stays in L1 while the A panels stream past it from L2
-  static void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
-    gemm::pack_a(A, i0, m, k0, kc, Ap);
-  }
-  static void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
-    gemm::pack_b(B, k0, kc, j0, n, Bp);
-  }
-  static void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
-                         int64_t ldc, int64_t rows, int64_t cols) {
-    gemm::micro_tile(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
-  }
+  // One B panel pair stays in L1 while the A panels stream past it from L2.
+  static constexpr bool kRowPanelsOuter = false;
+  static constexpr auto pack_a = &gemm::pack_a, pack_b = &gemm::pack_b;
+  static constexpr auto micro_tile = &gemm::micro_tile;
 };
 
 }  // namespace

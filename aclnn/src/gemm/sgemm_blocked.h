@@ -1,14 +1,15 @@
 // The cache-blocked loop nest of the packed fp32 GEMM and its PackedKernel (sgemm.h), written once
-// over a kernel trait K and
-// included by sgemm_avx512.cpp and sgemm_avx2.cpp inside their target regions, after they define
-// K (their micro-kernels and packers differ in register tiles and are tuned per ISA; the nest
-// around them, pack_a_once's layout and the entry points are the same):
+// over a kernel trait K and included by sgemm_avx512.cpp and sgemm_avx2.cpp inside their target
+// regions, after they define K (their micro-kernels and packers differ in register tiles and are
+// tuned per ISA; the nest around them, pack_a_once's layout and the entry points are the same):
 //
 //   static constexpr int64_t kMR, kNR;     packed A panel rows (8), packed B panel columns (48)
 //   static constexpr int64_t kKC, kMC, kNC;   the K, M and N blocks (kMC % kMR == kNC % kNR == 0)
 //   static constexpr bool kRowPanelsOuter;    micro tiles ir-outer (one A panel stays in L1 while
 //                                          the B panels stream past it) or jr-outer (one B panel
 //                                          pair stays in L1 while the A panels stream)
+//   pack_a, pack_b, micro_tile: static functions, or constexpr pointers to the file's own, of
+//   these signatures (a constant pointer is called directly, as the function itself would be):
 //   static void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap);
 //   static void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp);
 //   static void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumulate,
