@@ -65,19 +65,31 @@ class Aligned {
   std::vector<float> buf_;
 };
 
+// The packed kernel under test (the AVX-512 or the AVX2 one).
+const gemm::PackedKernel& Packed(Kernel k) {
+  return k == Kernel::kAvx512 ? gemm::kAvx512Kernel : gemm::kAvx2Kernel;
+}
+
 int64_t PackElems(Kernel k) {
-  return k == Kernel::kAvx512 ? gemm::avx512::pack_elems()
-         : k == Kernel::kAvx2 ? gemm::avx2::pack_elems()
-                              : 0;
+  return k == Kernel::kOpenBlas ? 0 : Packed(k).pack_elems;
 }
 
 void PackedGemm(Kernel k, int64_t M, int64_t N, int64_t K, const float* packed_a,
                 const gemm::Mat* a, const gemm::Mat* b, const gemm::BPanels* panels, bool acc,
                 float* C, int64_t ldc, float* scratch) {
-  if (k == Kernel::kAvx512)
-    gemm::avx512::sgemm_packed(M, N, K, packed_a, M, 0, a, b, panels, acc, C, ldc, scratch);
-  else
-    gemm::avx2::sgemm_packed(M, N, K, packed_a, M, 0, a, b, panels, acc, C, ldc, scratch);
+  Packed(k).run({.M = M,
+                 .N = N,
+                 .K = K,
+                 .packed_a = packed_a,
+                 .a_rows = M,
+                 .a_row0 = 0,
+                 .a_mat = a,
+                 .b_mat = b,
+                 .b_panels = panels,
+                 .accumulate = acc,
+                 .C = C,
+                 .ldc = ldc,
+                 .scratch = scratch});
 }
 
 // A strided operand of rows x cols: layout 0 row-major (cs = 1, padded rows), 1 column-major
@@ -206,10 +218,7 @@ TEST_P(GemmKernel, PackedAAndPanelSourceMatchFloat64Reference) {
     const Operand a = MakeOperand(s.M, s.K, 1, rng), b = MakeOperand(s.K, s.N, 0, rng);
     Aligned packed(gemm::packed_a_elems(s.M, s.K));
     // pack_a_once follows isa()'s K blocking; the kernel under test packs with its own.
-    if (kern == Kernel::kAvx512)
-      gemm::avx512::pack_a_once(s.M, s.K, a.mat, packed.data());
-    else
-      gemm::avx2::pack_a_once(s.M, s.K, a.mat, packed.data());
+    Packed(kern).pack_a_once(s.M, s.K, a.mat, packed.data());
     const MatPanels panels(b);
     for (bool acc : {false, true}) {
       const int64_t ldc = s.N + 2;
@@ -256,11 +265,8 @@ class GemmFp16Operands : public ::testing::TestWithParam<Kernel> {};
 TEST_P(GemmFp16Operands, EveryPackingPathRounds) {
   const Kernel kernel = GetParam();
   if (!RunsHere(kernel)) GTEST_SKIP() << "this CPU lacks the kernel's instructions";
-  const bool avx512 = kernel == Kernel::kAvx512;
-  auto sgemm_packed = avx512 ? gemm::avx512::sgemm_packed : gemm::avx2::sgemm_packed;
-  auto pack_a_once = avx512 ? gemm::avx512::pack_a_once : gemm::avx2::pack_a_once;
   std::mt19937 rng(13);
-  Aligned scratch(avx512 ? gemm::avx512::pack_elems() : gemm::avx2::pack_elems());
+  Aligned scratch(PackElems(kernel));
   for (const Shape& s : Shapes()) {
     for (int la = 0; la < 3; ++la) {
       for (int lb = 0; lb < 3; ++lb) {
@@ -271,15 +277,15 @@ TEST_P(GemmFp16Operands, EveryPackingPathRounds) {
         const std::vector<float> before(static_cast<size_t>(s.M * ldc), 0.0f);
         std::vector<float> C = before;
         const std::string what = "fp16 layouts " + std::to_string(la) + "/" + std::to_string(lb);
-        sgemm_packed(s.M, s.N, s.K, nullptr, s.M, 0, &a.mat, &b.mat, nullptr, false, C.data(), ldc,
-                     scratch.data());
+        PackedGemm(kernel, s.M, s.N, s.K, nullptr, &a.mat, &b.mat, nullptr, false, C.data(), ldc,
+                   scratch.data());
         ExpectMatches(C, ldc, ra, rb, s, false, before, what);
         // A packed once (its own packing path), B as a view.
         Aligned packed(gemm::packed_a_elems(s.M, s.K));
-        pack_a_once(s.M, s.K, a.mat, packed.data());
+        Packed(kernel).pack_a_once(s.M, s.K, a.mat, packed.data());
         C = before;
-        sgemm_packed(s.M, s.N, s.K, packed.data(), s.M, 0, nullptr, &b.mat, nullptr, false,
-                     C.data(), ldc, scratch.data());
+        PackedGemm(kernel, s.M, s.N, s.K, packed.data(), nullptr, &b.mat, nullptr, false, C.data(),
+                   ldc, scratch.data());
         ExpectMatches(C, ldc, ra, rb, s, false, before, what + " (packed A)");
       }
     }

@@ -34,9 +34,9 @@ const char* isa_name(Isa i) {
 int64_t pack_elems() {
   switch (isa()) {
     case Isa::kAvx512:
-      return avx512::pack_elems();
+      return kAvx512Kernel.pack_elems;
     case Isa::kAvx2:
-      return avx2::pack_elems();
+      return kAvx2Kernel.pack_elems;
     case Isa::kNone:
       break;
   }
@@ -44,8 +44,8 @@ int64_t pack_elems() {
 }
 
 int64_t panel_depth() {
-  if (have_avx512()) return avx512::panel_depth();
-  if (have_packed_gemm()) return avx2::panel_depth();
+  if (have_avx512()) return kAvx512Kernel.panel_depth;
+  if (have_packed_gemm()) return kAvx2Kernel.panel_depth;
   throw std::logic_error("panel_depth: no packed GEMM kernel on this CPU");
 }
 
@@ -56,28 +56,20 @@ int64_t packed_a_elems(int64_t M, int64_t K) {
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
   if (A.fp16 && !packs_fp16())
     throw std::logic_error("pack_a_once: fp16-rounded operands need our packed kernels");
-  if (have_avx512()) return avx512::pack_a_once(M, K, A, packed);
-  if (have_packed_gemm()) return avx2::pack_a_once(M, K, A, packed);
+  if (have_avx512()) return kAvx512Kernel.pack_a_once(M, K, A, packed);
+  if (have_packed_gemm()) return kAvx2Kernel.pack_a_once(M, K, A, packed);
   throw std::logic_error("pack_a_once: no packed GEMM kernel on this CPU");
 }
 
 namespace {
 
-// The packed kernels of isa(): packed_a (when not null) is rows [a_row0, a_row0 + M) of an
-// a_rows-row matrix packed by pack_a_once.
-void packed_kernels(const char* what, int64_t M, int64_t N, int64_t K, const float* packed_a,
-                    int64_t a_rows, int64_t a_row0, const Mat* a_mat, const Mat* b_mat,
-                    const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
-                    float* scratch) {
-  if (sgemm_empty(M, N, K, accumulate, C, ldc)) return;
-  if (((a_mat && a_mat->fp16) || (b_mat && b_mat->fp16)) && !packs_fp16())
+// The packed kernels of isa() (`what`: the caller, for the errors).
+void packed_kernels(const char* what, const PackedCall& c) {
+  if (sgemm_empty(c.M, c.N, c.K, c.accumulate, c.C, c.ldc)) return;
+  if (((c.a_mat && c.a_mat->fp16) || (c.b_mat && c.b_mat->fp16)) && !packs_fp16())
     throw std::logic_error(std::string(what) + ": fp16-rounded operands need our packed kernels");
-  if (have_avx512())
-    return avx512::sgemm_packed(M, N, K, packed_a, a_rows, a_row0, a_mat, b_mat, b_panels,
-                                accumulate, C, ldc, scratch);
-  if (have_packed_gemm())
-    return avx2::sgemm_packed(M, N, K, packed_a, a_rows, a_row0, a_mat, b_mat, b_panels, accumulate,
-                              C, ldc, scratch);
+  if (have_avx512()) return kAvx512Kernel.run(c);
+  if (have_packed_gemm()) return kAvx2Kernel.run(c);
   throw std::logic_error(std::string(what) + ": no packed GEMM kernel on this CPU");
 }
 
@@ -86,8 +78,19 @@ void packed_kernels(const char* what, int64_t M, int64_t N, int64_t K, const flo
 void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* a_mat,
                   const Mat* b_mat, const BPanels* b_panels, bool accumulate, float* C, int64_t ldc,
                   float* scratch) {
-  packed_kernels("sgemm_packed", M, N, K, packed_a, M, 0, a_mat, b_mat, b_panels, accumulate, C,
-                 ldc, scratch);
+  packed_kernels("sgemm_packed", {.M = M,
+                                  .N = N,
+                                  .K = K,
+                                  .packed_a = packed_a,
+                                  .a_rows = M,
+                                  .a_row0 = 0,
+                                  .a_mat = a_mat,
+                                  .b_mat = b_mat,
+                                  .b_panels = b_panels,
+                                  .accumulate = accumulate,
+                                  .C = C,
+                                  .ldc = ldc,
+                                  .scratch = scratch});
 }
 
 void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t rows,
@@ -95,8 +98,17 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, i
                        int64_t ldc, float* scratch) {
   if (M > 0 && N > 0 && K > 0 && (row0 < 0 || row0 % 8 != 0 || row0 + M > rows))
     throw std::logic_error("sgemm_packed_rows: rows [row0, row0 + M) not whole panels of A");
-  packed_kernels("sgemm_packed_rows", M, N, K, packed_a, rows, row0, nullptr, nullptr, b_panels,
-                 accumulate, C, ldc, scratch);
+  packed_kernels("sgemm_packed_rows", {.M = M,
+                                       .N = N,
+                                       .K = K,
+                                       .packed_a = packed_a,
+                                       .a_rows = rows,
+                                       .a_row0 = row0,
+                                       .b_panels = b_panels,
+                                       .accumulate = accumulate,
+                                       .C = C,
+                                       .ldc = ldc,
+                                       .scratch = scratch});
 }
 
 bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int64_t ldc) {

@@ -101,24 +101,30 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, i
                        int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
                        int64_t ldc, float* scratch);
 
-// The implementations behind the dispatch above (call only when isa() allows them): sgemm_packed
-// and sgemm_packed_rows in one, packed_a (when not null) holding rows [a_row0, a_row0 + M) of an
-// a_rows-row matrix packed by pack_a_once.
-namespace avx512 {
-int64_t pack_elems();
-int64_t panel_depth();
-void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
-void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t a_rows,
-                  int64_t a_row0, const Mat* a_mat, const Mat* b_mat, const BPanels* b_panels,
-                  bool accumulate, float* C, int64_t ldc, float* scratch);
-}  // namespace avx512
-namespace avx2 {
-int64_t pack_elems();
-int64_t panel_depth();
-void pack_a_once(int64_t M, int64_t K, Mat A, float* packed);
-void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t a_rows,
-                  int64_t a_row0, const Mat* a_mat, const Mat* b_mat, const BPanels* b_panels,
-                  bool accumulate, float* C, int64_t ldc, float* scratch);
-}  // namespace avx2
+// One GEMM as the per-ISA packed kernels take it: C[M, N] (+)= A * B with A pre-packed or a view
+// and B a view or a panel source (exactly one of each pair non-null).
+struct PackedCall {
+  int64_t M = 0, N = 0, K = 0;
+  const float* packed_a = nullptr;    // rows [a_row0, a_row0 + M) of an a_rows-row matrix in
+  int64_t a_rows = 0, a_row0 = 0;     // pack_a_once's layout (a_row0 a multiple of 8)
+  const Mat* a_mat = nullptr;         // A [M, K] as a strided view
+  const Mat* b_mat = nullptr;         // B [K, N] as a strided view
+  const BPanels* b_panels = nullptr;  // B [K, N] as a panel source
+  bool accumulate = false;            // C += A * B (else C = A * B)
+  float* C = nullptr;                 // [M][ldc]
+  int64_t ldc = 0;
+  float* scratch = nullptr;  // pack_elems floats, 64-byte aligned, private to the thread
+};
+
+// The implementations behind the dispatch above, one per ISA (sgemm_avx512.cpp, sgemm_avx2.cpp;
+// call only when isa() allows them).
+struct PackedKernel {
+  int64_t pack_elems;   // floats of scratch a call needs
+  int64_t panel_depth;  // the K block of its pack_a_once layout
+  void (*pack_a_once)(int64_t M, int64_t K, const Mat& A, float* packed);
+  void (*run)(const PackedCall& call);
+};
+extern const PackedKernel kAvx512Kernel;
+extern const PackedKernel kAvx2Kernel;
 
 }  // namespace aclnn_cpu::gemm

@@ -29,6 +29,7 @@
 #include "gemm/target_avx2_begin.h"
 
 #include "gemm/avx2_util.h"
+#include "gemm/sgemm_blocked.h"
 
 namespace aclnn_cpu::gemm {
 namespace {
@@ -224,73 +225,18 @@ inline void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumu
   }
 }
 
-// The blocked loop nest; A comes packed (`packed_a`: rows [a_row0, a_row0 + M) of a matrix whose
-// K blocks are `a_stride` rows apart, pack_a_once's layout) or as a view to pack per block, B as
-// a view or a panel source.
-void gemm_blocked(int64_t M, int64_t N, int64_t K, const Mat* A, const float* packed_a,
-                  int64_t a_stride, int64_t a_row0, const Mat* B, const BPanels* b_panels,
-                  bool accumulate, float* C, int64_t ldc, float* scratch) {
-  float* Ap = scratch;              // [kMC / 8][kKC][8]
-  float* Bp = scratch + kMC * kKC;  // [kNC / 48][kKC][48]
-  for (int64_t pc = 0; pc < K; pc += kKC) {
-    const int64_t kc = min64(kKC, K - pc);
-    const bool acc = accumulate || pc > 0;  // later K blocks add onto the first
-    for (int64_t jc = 0; jc < N; jc += kNC) {
-      const int64_t nc = min64(kNC, N - jc);
-      if (b_panels) {
-        b_panels->pack(pc, kc, jc, nc, Bp);
-      } else {
-        pack_b(*B, pc, kc, jc, nc, Bp);
-      }
-      for (int64_t ic = 0; ic < M; ic += kMC) {
-        const int64_t mc = min64(kMC, M - ic);
-        const float* a_block = Ap;
-        if (packed_a) {
-          a_block = packed_a + pc * a_stride + (a_row0 + ic) * kc;
-        } else {
-          pack_a(*A, ic, mc, pc, kc, Ap);
-        }
-        for (int64_t jr = 0; jr < nc; jr += kNR) {
-          for (int64_t ir = 0; ir < mc; ir += kMR) {
-            micro_tile(kc, a_block + ir * kc, Bp + jr * kc, acc, C + (ic + ir) * ldc + jc + jr, ldc,
-                       min64(kMR, mc - ir), min64(kNR, nc - jr));
-          }
-        }
-      }
-    }
-  }
-}
+struct KernelAvx2 {
+  static constexpr int64_t kMR = gemm::kMR, kNR = gemm::kNR, kKC = gemm::kKC, kMC = gemm::kMC,
+                           kNC = gemm::kNC;
+  // One B panel pair stays in L1 while the A panels stream past it from L2.
+  static constexpr bool kRowPanelsOuter = false;
+  static constexpr auto pack_a = &gemm::pack_a, pack_b = &gemm::pack_b;
+  static constexpr auto micro_tile = &gemm::micro_tile;
+};
 
 }  // namespace
 
-namespace avx2 {
-
-int64_t pack_elems() {
-  return kMC * kKC + kKC * kNC;
-}
-
-int64_t panel_depth() {
-  return kKC;
-}
-
-// Layout: K block pc (rows pc .. pc+kc of the K dimension) starts at pc * m_padded; within it the
-// 8-row panels follow each other (panel p at p * 8 * kc), exactly what pack_a writes per block.
-void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
-  const int64_t m_padded = (M + kMR - 1) / kMR * kMR;
-  for (int64_t pc = 0; pc < K; pc += kKC)
-    pack_a(A, 0, M, pc, min64(kKC, K - pc), packed + pc * m_padded);
-}
-
-// packed_a (when not null): rows [a_row0, a_row0 + M) of an a_rows-row matrix packed by
-// pack_a_once.
-void sgemm_packed(int64_t M, int64_t N, int64_t K, const float* packed_a, int64_t a_rows,
-                  int64_t a_row0, const Mat* a_mat, const Mat* b_mat, const BPanels* b_panels,
-                  bool accumulate, float* C, int64_t ldc, float* scratch) {
-  gemm_blocked(M, N, K, a_mat, packed_a, (a_rows + kMR - 1) / kMR * kMR, a_row0, b_mat, b_panels,
-               accumulate, C, ldc, scratch);
-}
-
-}  // namespace avx2
+const PackedKernel kAvx2Kernel = BlockedGemm<KernelAvx2>::kernel();
 }  // namespace aclnn_cpu::gemm
 
 #include "gemm/target_end.h"

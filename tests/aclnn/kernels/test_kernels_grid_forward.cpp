@@ -62,15 +62,39 @@ class GridForwardTester {
     const int64_t ldo = n_ + 5;  // columns past n must stay untouched
     Buffer<float> out((m_ + 1) * ldo, Poison());
     const int64_t cc = c_chunk_ > 0 ? c_chunk_ : units;
-    if (isa == Isa::kAvx512)
-      conv::direct_grid_forward_avx512(m_, n_, C_, T_, off.data(), xf.data(), plane, pf.data(),
-                                       out.data(), ldo, cc, row_len_, pitch_);
-    else if (isa == Isa::kAvx2)
-      conv::direct_grid_forward_avx2(m_, n_, C_, T_, off.data(), xf.data(), plane, pf.data(),
-                                     out.data(), ldo, cc, row_len_, pitch_);
-    else
-      conv::direct_grid_forward_bf16(m_, n_, C2, T_, off.data(), x2.data(), plane, p2.data(),
-                                     out.data(), ldo, cc, row_len_, pitch_);
+    const conv::GridForwardF32 f32{.m = m_,
+                                   .n = n_,
+                                   .C = C_,
+                                   .T = T_,
+                                   .off = off.data(),
+                                   .x = xf.data(),
+                                   .plane = plane,
+                                   .packed = pf.data(),
+                                   .out = out.data(),
+                                   .ldo = ldo,
+                                   .c_chunk = cc,
+                                   .row_len = row_len_,
+                                   .pitch = pitch_};
+    if (isa == Isa::kAvx512) {
+      conv::direct_grid_forward_avx512(f32);
+    } else if (isa == Isa::kAvx2) {
+      conv::direct_grid_forward_avx2(f32);
+    } else {
+      conv::GridForwardBf16 bf16{.m = m_,
+                                 .n = n_,
+                                 .C = C2,
+                                 .T = T_,
+                                 .off = off.data(),
+                                 .x = x2.data(),
+                                 .plane = plane,
+                                 .packed = p2.data(),
+                                 .out = out.data(),
+                                 .ldo = ldo,
+                                 .c_chunk = cc,
+                                 .row_len = row_len_,
+                                 .pitch = pitch_};
+      conv::direct_grid_forward_bf16(bf16);
+    }
 
     Mismatches bad;
     for (int64_t o = 0; o <= m_; ++o)

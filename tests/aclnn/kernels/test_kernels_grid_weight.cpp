@@ -28,7 +28,7 @@ using namespace kernel_test;
 enum class XLayout {
   kBand,     // the channels-last band (direct_grid_weight*)
   kInPlace,  // channel-major rows where they lie (direct_weight_in_place_avx512)
-  kAhead,    // the band, asking for memory meanwhile (direct_grid_weight_ahead_bf16)
+  kAhead,  // the band, asking for memory meanwhile (direct_grid_weight_bf16 with GridWeight::ahead)
 };
 
 class GridWeightTester {
@@ -126,26 +126,41 @@ class GridWeightTester {
            const std::vector<conv::TapBox>& box, const Buffer<float>& xf, const Buffer<float>& dyf,
            const Buffer<uint32_t>& xu, const Buffer<uint32_t>& dyu, int64_t ldx, int64_t ldy,
            const conv::InPlaceX& in_place, Buffer<float>& dwt) const {
+    const conv::GridWeightF32 f32{.m16 = m16_,
+                                  .C = C_,
+                                  .T = T_,
+                                  .off = off.data(),
+                                  .box = box.data(),
+                                  .xt = xf.data(),
+                                  .ldx = ldx,
+                                  .dyt = dyf.data(),
+                                  .ldy = ldy,
+                                  .runs = runs,
+                                  .dwt = dwt.data()};
+    conv::GridWeightBf16 bf16{.m16 = m16_,
+                              .C = C_,
+                              .T = T_,
+                              .off = off.data(),
+                              .box = box.data(),
+                              .xt = xu.data(),
+                              .ldx = ldx,
+                              .dyt = dyu.data(),
+                              .ldy = ldy,
+                              .runs = runs,
+                              .dwt = dwt.data()};
+    conv::WeightAhead ahead;
     if (isa == Isa::kAvx512Bf16 && layout_ == XLayout::kAhead) {
       // Ask for dy's memory over the call: it must not change a result.
-      conv::WeightAhead ahead;
       ahead.at[0] = reinterpret_cast<const char*>(dyu.data());
       ahead.stride[0] = 64, ahead.count[0] = dyu.size() / 16, ahead.bytes[0] = 64;
       conv::spread_ahead(ahead, conv::weight_tiles_bf16(m16_, C_, T_));
-      return conv::direct_grid_weight_ahead_bf16(m16_, C_, T_, off.data(), box.data(), xu.data(),
-                                                 ldx, dyu.data(), ldy, runs, dwt.data(), &ahead);
+      bf16.ahead = &ahead;
     }
-    if (isa == Isa::kAvx512Bf16)
-      return conv::direct_grid_weight_bf16(m16_, C_, T_, off.data(), box.data(), xu.data(), ldx,
-                                           dyu.data(), ldy, runs, dwt.data());
-    if (isa == Isa::kAvx2)
-      return conv::direct_grid_weight_avx2(m16_, C_, T_, off.data(), box.data(), xf.data(), ldx,
-                                           dyf.data(), ldy, runs, dwt.data());
+    if (isa == Isa::kAvx512Bf16) return conv::direct_grid_weight_bf16(bf16);
+    if (isa == Isa::kAvx2) return conv::direct_grid_weight_avx2(f32);
     if (layout_ == XLayout::kInPlace)
-      return conv::direct_weight_in_place_avx512(m16_, C_, T_, off.data(), box.data(), xf.data(),
-                                                 in_place, dyf.data(), ldy, runs, dwt.data());
-    conv::direct_grid_weight_avx512(m16_, C_, T_, off.data(), box.data(), xf.data(), ldx,
-                                    dyf.data(), ldy, runs, dwt.data());
+      return conv::direct_weight_in_place_avx512(f32, xf.data(), in_place);
+    conv::direct_grid_weight_avx512(f32);
   }
 
   std::string Describe(Isa isa) const {

@@ -48,8 +48,19 @@ class StridedForwardTester {
       for (int64_t p = 0; p < n_; ++p)
         for (int64_t o = 0; o < M; ++o) yt[p * ldy + o] = rng.Value();
     const std::vector<float> before(yt.data(), yt.data() + yt.size());
-    conv::strided_forward_avx2(blocks_, n_, C_, T_, off.data(), x.data(), cstride, xstep_,
-                               packed.data(), ob_stride, yt.data(), ldy, add_);
+    conv::strided_forward_avx2({.blocks = blocks_,
+                                .n = n_,
+                                .C = C_,
+                                .T = T_,
+                                .off = off.data(),
+                                .x = x.data(),
+                                .cstride = cstride,
+                                .xstep = xstep_,
+                                .packed = packed.data(),
+                                .ob_stride = ob_stride,
+                                .yt = yt.data(),
+                                .ldy = ldy,
+                                .add = add_});
     Mismatches bad;
     for (int64_t p = 0; p <= n_; ++p)
       for (int64_t o = 0; o < ldy; ++o) {

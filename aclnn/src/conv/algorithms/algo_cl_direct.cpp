@@ -62,11 +62,13 @@ int64_t list_tap_rows(const ClPass& ps, int64_t ud, int64_t uh, const RowMap& m,
 
 }  // namespace
 
-// Output rows [r0, r1) of a pass for one (sample, group): src [C, ldc] (rows placed as m says)
-// -> out [m, S_dst]; `ahead` (null: none) asked for before each row tile.
-void run_rows(const ClPass& ps, const float* src, const RowMap& m, int64_t ldc, float* out,
-              int64_t r0, int64_t r1, int64_t* soff, int64_t* woff, const float* packed,
-              RingAhead* ahead) {
+void run_rows(const ClPass& ps, const PassRows& a) {
+  const float *src = a.src, *packed = a.packed;
+  const RowMap& m = a.map;
+  const int64_t ldc = a.ldc, r0 = a.r0, r1 = a.r1;
+  float* out = a.out;
+  int64_t *soff = a.soff, *woff = a.woff;
+  RingAhead* ahead = a.ahead;
   const Axis &D = ps.ax[0], &H = ps.ax[1], &W = ps.ax[2];
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
   const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.split(), si = W.s_in();
@@ -291,7 +293,15 @@ void run(const Problem& p, const Blocking& b, const Operands<float>& o, bool dat
       const int64_t R = ps.rows(), per_group = blocks16(ps.m) * ps.C * ps.taps() * 16;
       const int64_t r0 = R * blk / nb, r1 = R * (blk + 1) / nb;
       float* dst = o.out + ng * ps.m * ps.dst_size();  // [m, dst_size]
-      run_rows(ps, s32, RowMap{base}, ldc, dst, r0, r1, soff, woff, packed + grp * per_group);
+      run_rows(ps, {.src = s32,
+                    .map = RowMap{base},
+                    .ldc = ldc,
+                    .out = dst,
+                    .r0 = r0,
+                    .r1 = r1,
+                    .soff = soff,
+                    .woff = woff,
+                    .packed = packed + grp * per_group});
       if (o.add_bias) {  // (the forward: one pass, rows of ax[2].dst_size positions)
         const int64_t W = ps.ax[2].dst_size;
         add_bias_block(dst + r0 * W, ps.dst_size(), ps.m, (r1 - r0) * W, o.add_bias + grp * ps.m);

@@ -111,7 +111,18 @@ void run(const Problem& p, const Blocking& b, const Operands<T>& o) {
       }
       const auto [dy, ld] = dy_chunk(p, o, dy0 + j0, j1 - j0, dy_scratch);
       const T* wg = w + grp * Cog * rows + c0 * K;  // columns c0*K.. of w[g] (ld rows)
-      gemm(true, false, nc * K, j1 - j0, Cog, wg, rows, dy, ld, T(0), col, j1 - j0, pk);
+      // col[nc * K][j1 - j0] = w[g]ᵀ (its columns c0 * K ..) * dy[g][Cog][j0 .. j1)
+      gemm(GemmCall<T>{.ta = true,
+                       .M = nc * K,
+                       .N = j1 - j0,
+                       .K = Cog,
+                       .A = wg,
+                       .lda = rows,
+                       .B = dy,
+                       .ldb = ld,
+                       .C = col,
+                       .ldc = j1 - j0,
+                       .pack = pk});
       col2im(g, col, nc, j0, j1, dxg);
     }
   });

@@ -81,8 +81,19 @@ void run_pass(const Pass<Source>& ps, float* shared, const Problem& p, const Blo
     // Narrow rows one vector each where that wastes less than the grid's extra columns.
     const int64_t row = tg.out[2], Wp = tg.Wp();
     const bool by_rows = row <= 16 && Wp > 16;
-    direct_grid_forward(ps.m, cols, ps.C, T, off, band, tg.phases() * plane, packed + grp * pk_g,
-                        block, cols, ps.cchunk, by_rows ? row : 0, Wp);
+    direct_grid_forward({.m = ps.m,
+                         .n = cols,
+                         .C = ps.C,
+                         .T = T,
+                         .off = off,
+                         .x = band,
+                         .plane = tg.phases() * plane,
+                         .packed = packed + grp * pk_g,
+                         .out = block,
+                         .ldo = cols,
+                         .c_chunk = ps.cchunk,
+                         .row_len = by_rows ? row : 0,
+                         .pitch = Wp});
     scatter_block(tg, block, cols, ps.m, r0, r1, ps.dst + n * ps.dst_sample + grp * ps.dst_group,
                   ps.dst_cstride);
   });
@@ -351,8 +362,17 @@ void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_
   }
   weight_runs(tg, r0, r1, kWeightColsInPlace, n, [&](int64_t, const WeightRuns& runs) {
     const int64_t j0 = (runs.o0 * tg.out[1] + runs.o1 - q0) * n + runs.o2;
-    direct_weight_in_place_avx512(m16, nc, tg.taps, xoff, box, x + run_source_offset(g, runs),
-                                  in_place_layout(g), dy_t + j0 * m16, m16, runs, dwt, ahead);
+    direct_weight_in_place_avx512({.m16 = m16,
+                                   .C = nc,
+                                   .T = tg.taps,
+                                   .off = xoff,
+                                   .box = box,
+                                   .dyt = dy_t + j0 * m16,
+                                   .ldy = m16,
+                                   .runs = runs,
+                                   .dwt = dwt,
+                                   .ahead = ahead},
+                                  x + run_source_offset(g, runs), in_place_layout(g));
   });
 }
 
@@ -425,8 +445,17 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             dy_channels_last(tg, dy, S_out, Cog, r0, r1, m16, row, dy_t);
             band_channels_last(tg, x, S_in, nc, r0, r1, plane, cb16, row, band_t);
             weight_runs(tg, r0, r1, kWeightCols, tg.Wp(), [&](int64_t j0, const WeightRuns& runs) {
-              direct_grid_weight(m16, nc, T, off, box, band_t + j0 * cb16, cb16, dy_t + j0 * m16,
-                                 m16, runs, dwt);
+              direct_grid_weight({.m16 = m16,
+                                  .C = nc,
+                                  .T = T,
+                                  .off = off,
+                                  .box = box,
+                                  .xt = band_t + j0 * cb16,
+                                  .ldx = cb16,
+                                  .dyt = dy_t + j0 * m16,
+                                  .ldy = m16,
+                                  .runs = runs,
+                                  .dwt = dwt});
             });
           }
         }

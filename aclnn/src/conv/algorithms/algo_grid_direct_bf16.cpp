@@ -148,9 +148,19 @@ void pass_task(const Pass<const uint16_t*>& ps, const PackedPass& pk, int64_t n,
       continue;
     }
     const int64_t e = std::min(r1, a - a % Hp + tg.out[1]), j = (a - r0) * Wp;
-    direct_grid_forward_bf16(ps.m, (e - a) * Wp, C2, tg.taps, pk.off, band2 + j,
-                             tg.phases() * plane, pk.w + grp * pk.per_group, slot + j, cols,
-                             ceil_div(ps.cchunk, 2), by_rows ? row_len : 0, Wp);
+    direct_grid_forward_bf16({.m = ps.m,
+                              .n = (e - a) * Wp,
+                              .C = C2,
+                              .T = tg.taps,
+                              .off = pk.off,
+                              .x = band2 + j,
+                              .plane = tg.phases() * plane,
+                              .packed = pk.w + grp * pk.per_group,
+                              .out = slot + j,
+                              .ldo = cols,
+                              .c_chunk = ceil_div(ps.cchunk, 2),
+                              .row_len = by_rows ? row_len : 0,
+                              .pitch = Wp});
     a = e;
   }
   const int64_t at = n * ps.dst_sample + grp * ps.dst_group;
@@ -300,8 +310,18 @@ void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_
     ahead->per_tile = 0;
   calls([&](int64_t r, int64_t e) {
     const int64_t p0 = (r - r0) * pitch;
-    direct_grid_weight_ahead_bf16(m16, nc, T, off, box, xt + p0 * cb16, cb16, dy2_t + p0 * m16, m16,
-                                  WeightRuns{e - r, L2, pitch, r / Hp, r % Hp, 0}, dwt, ahead);
+    direct_grid_weight_bf16({.m16 = m16,
+                             .C = nc,
+                             .T = T,
+                             .off = off,
+                             .box = box,
+                             .xt = xt + p0 * cb16,
+                             .ldx = cb16,
+                             .dyt = dy2_t + p0 * m16,
+                             .ldy = m16,
+                             .runs = WeightRuns{e - r, L2, pitch, r / Hp, r % Hp, 0},
+                             .dwt = dwt,
+                             .ahead = ahead});
   });
 }
 

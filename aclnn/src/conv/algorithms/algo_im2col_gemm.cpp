@@ -85,8 +85,17 @@ void forward(const Problem& p, const Blocking& b, const Operands<T>& o) {
     const int64_t j0 = chunk * b.cols, j1 = std::min(S_out, j0 + b.cols);
     T* col = slot_scratch(p, b, o);  // [Cig*K, j1 - j0]
     gather(p, o, n * g.C_in + grp * Cig, Cig, j0, j1, col);
-    gemm(false, false, Cog, j1 - j0, rows, w + grp * Cog * rows, rows, col, j1 - j0, T(0),
-         o.out + (n * g.C_out + grp * Cog) * S_out + j0, S_out, pack_scratch(p, b, o));
+    // out[g][Cog][j0 .. j1) = w[g][Cog][rows] * col[rows][j1 - j0]
+    gemm(GemmCall<T>{.M = Cog,
+                     .N = j1 - j0,
+                     .K = rows,
+                     .A = w + grp * Cog * rows,
+                     .lda = rows,
+                     .B = col,
+                     .ldb = j1 - j0,
+                     .C = o.out + (n * g.C_out + grp * Cog) * S_out + j0,
+                     .ldc = S_out,
+                     .pack = pack_scratch(p, b, o)});
   });
 }
 
@@ -128,7 +137,19 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<T>& o) 
             } else {
               dy = o.y + dy0 + j0;
             }
-            gemm(false, true, Cog, nc * K, j1 - j0, dy, ld, col, j1 - j0, T(1), dst, rows, pk);
+            // dst[Cog][nc * K] += dy[Cog][j1 - j0] * col[nc * K][j1 - j0]ᵀ
+            gemm(GemmCall<T>{.tb = true,
+                             .M = Cog,
+                             .N = nc * K,
+                             .K = j1 - j0,
+                             .A = dy,
+                             .lda = ld,
+                             .B = col,
+                             .ldb = j1 - j0,
+                             .beta = T(1),
+                             .C = dst,
+                             .ldc = rows,
+                             .pack = pk});
           }
         }
       });

@@ -219,8 +219,17 @@ void forward(const Problem& p, const Blocking& b, const Operands<T>& o) {
     // y[n, g][:, j0..j1) = w[g] * x[n, g][:, j0..j1)   (Cog x cols)
     const Block<T> x =
         block(in.x, (n * g.C_in + grp * Cig) * S, Cig, S, j0, j1, slot_scratch(p, b, o));
-    gemm(false, false, Cog, j1 - j0, Cig, w + grp * Cog * Cig, Cig, x.p, x.ld, T(0),
-         o.out + (n * g.C_out + grp * Cog) * S + j0, S, pack_scratch(p, b, o));
+    // out[g][Cog][j0 .. j1) = w[g][Cog][Cig] * x[g][Cig][j0 .. j1)
+    gemm(GemmCall<T>{.M = Cog,
+                     .N = j1 - j0,
+                     .K = Cig,
+                     .A = w + grp * Cog * Cig,
+                     .lda = Cig,
+                     .B = x.p,
+                     .ldb = x.ld,
+                     .C = o.out + (n * g.C_out + grp * Cog) * S + j0,
+                     .ldc = S,
+                     .pack = pack_scratch(p, b, o)});
   });
 }
 
@@ -242,8 +251,18 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<T>& o) {
       // dx[n, g][c-block, j0..j1) = w[g][:, c-block]^T * dy[n, g][:, j0..j1)
       const Block<T> dy =
           block(in.y, (n * g.C_out + grp * Cog) * S, Cog, S, j0, j1, slot_scratch(p, b, o));
-      gemm(true, false, nc, j1 - j0, Cog, w + grp * Cog * Cig + c0, Cig, dy.p, dy.ld, T(0),
-           o.out + (n * g.C_in + grp * Cig + c0) * S + j0, S, pack_scratch(p, b, o));
+      // dx[g][c0 .. c0 + nc][j0 .. j1) = w[g][Cog][c0 .. c0 + nc)ᵀ * dy[g][Cog][j0 .. j1)
+      gemm(GemmCall<T>{.ta = true,
+                       .M = nc,
+                       .N = j1 - j0,
+                       .K = Cog,
+                       .A = w + grp * Cog * Cig + c0,
+                       .lda = Cig,
+                       .B = dy.p,
+                       .ldb = dy.ld,
+                       .C = o.out + (n * g.C_in + grp * Cig + c0) * S + j0,
+                       .ldc = S,
+                       .pack = pack_scratch(p, b, o)});
     }
   });
 }
@@ -314,8 +333,19 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<T>& o) 
                              block(in.y, (n * g.C_out + grp * Cog) * S, Cog, S, j0, j1, dy_chunk);
                          const Block<T> x =
                              block(in.x, (n * g.C_in + grp * Cig + c0) * S, nc, S, j0, j1, x_chunk);
-                         gemm(false, true, Cog, nc, j1 - j0, dy.p, dy.ld, x.p, x.ld, T(1), dst, Cig,
-                              pack_scratch(p, b, o));
+                         // dst[Cog][nc] += dy[Cog][j0 .. j1) * x[nc][j0 .. j1)ᵀ
+                         gemm(GemmCall<T>{.tb = true,
+                                          .M = Cog,
+                                          .N = nc,
+                                          .K = j1 - j0,
+                                          .A = dy.p,
+                                          .lda = dy.ld,
+                                          .B = x.p,
+                                          .ldb = x.ld,
+                                          .beta = T(1),
+                                          .C = dst,
+                                          .ldc = Cig,
+                                          .pack = pack_scratch(p, b, o)});
                          if constexpr (std::is_same_v<T, float>)
                            if (sums)
                              for (int64_t oc = 0; oc < Cog; ++oc)

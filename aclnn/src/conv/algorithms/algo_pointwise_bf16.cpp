@@ -100,10 +100,20 @@ void run_gemm(const Problem& p, const Blocking& b, const Operands<float>& o, con
     // One block of 8 output rows across the whole panel at a time: 8 output streams rather than m
     // (measured: bench/RESULTS.md, design pointwise_bf16.row-block).
     for (int64_t o0 = 0; o0 < gm.m; o0 += kDirectOcBlock)
-      direct_grid_forward_bf16(std::min(kDirectOcBlock, gm.m - o0), cols, C2, 1, kZeroOffset, x2,
-                               cols, packed + grp * pk + o0 * C2,
-                               gm.out + n * gm.out_sample + grp * gm.out_group + j0 + o0 * S, S,
-                               std::min(C2, kChunkPairs), 0, 0);
+      direct_grid_forward_bf16(
+          {.m = std::min(kDirectOcBlock, gm.m - o0),
+           .n = cols,
+           .C = C2,
+           .T = 1,
+           .off = kZeroOffset,
+           .x = x2,
+           .plane = cols,
+           .packed = packed + grp * pk + o0 * C2,
+           .out = gm.out + n * gm.out_sample + grp * gm.out_group + j0 + o0 * S,
+           .ldo = S,
+           .c_chunk = std::min(C2, kChunkPairs),
+           .row_len = 0,
+           .pitch = 0});
   });
 }
 

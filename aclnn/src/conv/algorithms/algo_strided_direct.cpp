@@ -382,9 +382,17 @@ void in_place_block(const ConvGeometry& g, const Frame& f, const Source& dy, con
                  [&](int64_t i, int64_t j, const WeightRuns& runs) {
                    const float* at = slab ? ws.x_s + i * g.stride[1] * g.in[2] + j * g.stride[2]
                                           : xs + run_source_offset(g, runs);
-                   direct_weight_in_place_avx512(f.m16, nc, K, xoff, box, at, xl,
-                                                 ws.dy_t + (i * g.out[2] + j) * f.m16, f.m16, runs,
-                                                 ws.dwt, ahead);
+                   direct_weight_in_place_avx512({.m16 = f.m16,
+                                                  .C = nc,
+                                                  .T = K,
+                                                  .off = xoff,
+                                                  .box = box,
+                                                  .dyt = ws.dy_t + (i * g.out[2] + j) * f.m16,
+                                                  .ldy = f.m16,
+                                                  .runs = runs,
+                                                  .dwt = ws.dwt,
+                                                  .ahead = ahead},
+                                                 at, xl);
                  });
 }
 
@@ -472,9 +480,17 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
               for_block_runs(g, od, o1, r, kCallPositions, f.pitch,
                              [&](int64_t i, int64_t j, const WeightRuns& runs) {
                                if (ask) ahead.ask();
-                               direct_grid_weight(f.m16, nc, K, off, box, x_t + i * xrow + j * ldx,
-                                                  ldx, dy_t + (i * f.pitch + j) * f.m16, f.m16,
-                                                  runs, dwt);
+                               direct_grid_weight({.m16 = f.m16,
+                                                   .C = nc,
+                                                   .T = K,
+                                                   .off = off,
+                                                   .box = box,
+                                                   .xt = x_t + i * xrow + j * ldx,
+                                                   .ldx = ldx,
+                                                   .dyt = dy_t + (i * f.pitch + j) * f.m16,
+                                                   .ldy = f.m16,
+                                                   .runs = runs,
+                                                   .dwt = dwt});
                              });
             }
         }

@@ -134,10 +134,19 @@ void forward(const Problem& p, const Blocking& b, const Operands<float>& o) {
       nb = blocks / groups3 + (gi < blocks % groups3);
       for (int64_t c0 = 0; c0 < Cig; c0 += b.cblock)
         for (int64_t r = 0; r < rows; ++r)
-          strided_forward_avx2(nb, n, std::min(b.cblock, Cig - c0), K, off,
-                               x_p + c0 * f.cplane + g.stride[1] * r * f.Wx, f.cplane, g.stride[2],
-                               pk + ob * ob_stride + c0 * K * 8, ob_stride,
-                               y_t + r * n * f.mp + ob * 8, f.mp, c0 > 0);
+          strided_forward_avx2({.blocks = nb,
+                                .n = n,
+                                .C = std::min(b.cblock, Cig - c0),
+                                .T = K,
+                                .off = off,
+                                .x = x_p + c0 * f.cplane + g.stride[1] * r * f.Wx,
+                                .cstride = f.cplane,
+                                .xstep = g.stride[2],
+                                .packed = pk + ob * ob_stride + c0 * K * 8,
+                                .ob_stride = ob_stride,
+                                .yt = y_t + r * n * f.mp + ob * 8,
+                                .ldy = f.mp,
+                                .add = c0 > 0});
     }
     float* y = o.out + (s * g.C_out + grp * Cog) * g.out_size() + (od * g.out[1] + o1) * n;
     for (int64_t r = 0; r < rows; ++r)

@@ -30,15 +30,17 @@ int current_slot(int slots) {
   return slot;
 }
 
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-          const float* B, int64_t ldb, float beta, float* C, int64_t ldc, float* pack) {
-  const gemm::Mat a = ta ? gemm::Mat{A, 1, lda} : gemm::Mat{A, lda, 1};
-  const gemm::Mat b = tb ? gemm::Mat{B, 1, ldb} : gemm::Mat{B, ldb, 1};
-  gemm::sgemm(M, N, K, a, b, beta != 0.0f, C, ldc, pack);
+void gemm(const GemmCall<float>& c) {
+  const gemm::Mat a = c.ta ? gemm::Mat{c.A, 1, c.lda} : gemm::Mat{c.A, c.lda, 1};
+  const gemm::Mat b = c.tb ? gemm::Mat{c.B, 1, c.ldb} : gemm::Mat{c.B, c.ldb, 1};
+  gemm::sgemm(c.M, c.N, c.K, a, b, c.beta != 0.0f, c.C, c.ldc, c.pack);
 }
 
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
-          const double* B, int64_t ldb, double beta, double* C, int64_t ldc, double*) {
+void gemm(const GemmCall<double>& c) {
+  const bool ta = c.ta, tb = c.tb;
+  const int64_t M = c.M, N = c.N, K = c.K, lda = c.lda, ldb = c.ldb, ldc = c.ldc;
+  const double *A = c.A, *B = c.B, beta = c.beta;
+  double* C = c.C;
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (beta == 0.0)

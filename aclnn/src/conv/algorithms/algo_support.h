@@ -37,12 +37,24 @@ T* slot_scratch(const Problem& p, const Blocking& b, const Operands<T>& o) {
 }
 
 // Row-major C[M, N] = op(A)[M, K] * op(B)[K, N] + beta * C (beta 0 or 1); K == 0 means
-// op(A)*op(B) is zero. fp32 runs our packed AVX-512 GEMM with `pack` (OpenBLAS when null); fp64
-// runs OpenBLAS. The transposes are strided views, never copies.
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-          const float* B, int64_t ldb, float beta, float* C, int64_t ldc, float* pack);
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
-          const double* B, int64_t ldb, double beta, double* C, int64_t ldc, double* pack);
+// op(A)*op(B) is zero. fp32 runs our packed GEMM with `pack` (OpenBLAS when null); fp64 runs
+// OpenBLAS. The transposes are strided views, never copies.
+template <typename T>
+struct GemmCall {
+  bool ta = false;  // op(A) = Aᵀ: A stored [K][lda] (else [M][lda])
+  bool tb = false;  // op(B) = Bᵀ: B stored [N][ldb] (else [K][ldb])
+  int64_t M = 0, N = 0, K = 0;
+  const T* A = nullptr;  // op(A) [M, K]
+  int64_t lda = 0;       // row stride of A as stored
+  const T* B = nullptr;  // op(B) [K, N]
+  int64_t ldb = 0;       // row stride of B as stored
+  T beta = 0;            // 0: C = op(A) op(B); 1: C += op(A) op(B)
+  T* C = nullptr;        // [M][ldc]
+  int64_t ldc = 0;
+  T* pack = nullptr;  // the calling thread's packing scratch (pack_scratch), null: OpenBLAS
+};
+void gemm(const GemmCall<float>& c);
+void gemm(const GemmCall<double>& c);
 
 // Sets OpenBLAS to one thread, once per process: parallelism belongs to oneTBB, and OpenBLAS's
 // own pool started from inside TBB tasks would oversubscribe the cores.

@@ -145,11 +145,19 @@ struct RingAhead {
   }
 };
 
-// Output rows [r0, r1) of a pass for one (sample, group): src [C, ldc] (rows placed as m says)
-// -> out [m, S_dst]; `ahead` (null: none) asked for before each row tile.
-void run_rows(const ClPass& ps, const float* src, const RowMap& m, int64_t ldc, float* out,
-              int64_t r0, int64_t r1, int64_t* soff, int64_t* woff, const float* packed,
-              RingAhead* ahead = nullptr);
+// Output rows [r0, r1) of a pass for one (sample, group): src [C][ldc] -> out [m][S_dst].
+struct PassRows {
+  const float* src = nullptr;     // [C][ldc] the source, its rows placed as `map` says
+  RowMap map;                     // where source row (id, ih) lies in src
+  int64_t ldc = 0;                // channel stride of src
+  float* out = nullptr;           // [m][S_dst] the pass's output for this (sample, group)
+  int64_t r0 = 0, r1 = 0;         // the output rows (d * H.out + h) computed
+  int64_t* soff = nullptr;        // scratch [k0 * k1]: a row's taps' source row offsets
+  int64_t* woff = nullptr;        // scratch [k0 * k1]: ... and their packed weight offsets
+  const float* packed = nullptr;  // [blocks16(m)][C][taps][16] this group's packed weights
+  RingAhead* ahead = nullptr;     // asked for before each row tile (null: none)
+};
+void run_rows(const ClPass& ps, const PassRows& a);
 
 // Converting 3d passes (other dtypes; one pass: the forward, or a unit-stride data gradient) are
 // streamed: a task takes a chunk of hc output rows of each plane of a range of output planes,

@@ -115,8 +115,16 @@ void run_streamed(const Problem& p, const Blocking& b, const Operands<float>& o,
         });
         ahead.per_tile = ceil_div(ahead.lines(), row_tiles(ps, h1 - h0));
       }
-      run_rows(ps, ring, m, ldc, o.out + ng * ps.m * ps.dst_size(), ud * H.out + h0,
-               ud * H.out + h1, soff, woff, packed + grp * per_group, &ahead);
+      run_rows(ps, {.src = ring,
+                    .map = m,
+                    .ldc = ldc,
+                    .out = o.out + ng * ps.m * ps.dst_size(),
+                    .r0 = ud * H.out + h0,
+                    .r1 = ud * H.out + h1,
+                    .soff = soff,
+                    .woff = woff,
+                    .packed = packed + grp * per_group,
+                    .ahead = &ahead});
     }
   });
 }

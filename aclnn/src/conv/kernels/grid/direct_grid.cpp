@@ -7,21 +7,14 @@
 
 namespace aclnn_cpu::conv {
 
-void direct_grid_forward(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                         const float* x, int64_t plane, const float* packed, float* out,
-                         int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
-  if (gemm::have_avx512())
-    return direct_grid_forward_avx512(m, n, C, T, off, x, plane, packed, out, ldo, c_chunk, row_len,
-                                      pitch);
-  direct_grid_forward_avx2(m, n, C, T, off, x, plane, packed, out, ldo, c_chunk, row_len, pitch);
+void direct_grid_forward(const GridForwardF32& a) {
+  if (gemm::have_avx512()) return direct_grid_forward_avx512(a);
+  direct_grid_forward_avx2(a);
 }
 
-void direct_grid_weight(int64_t m16, int64_t C, int64_t T, const int64_t* off, const TapBox* box,
-                        const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
-                        const WeightRuns& runs, float* dwt) {
-  if (gemm::have_avx512())
-    return direct_grid_weight_avx512(m16, C, T, off, box, xt, ldx, dyt, ldy, runs, dwt);
-  direct_grid_weight_avx2(m16, C, T, off, box, xt, ldx, dyt, ldy, runs, dwt);
+void direct_grid_weight(const GridWeightF32& a) {
+  if (gemm::have_avx512()) return direct_grid_weight_avx512(a);
+  direct_grid_weight_avx2(a);
 }
 
 void direct_transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,

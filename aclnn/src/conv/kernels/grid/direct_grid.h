@@ -41,21 +41,39 @@ inline int64_t direct_packed_w_elems(int64_t m, int64_t C, int64_t T) {
   return (m + kDirectOcBlock - 1) / kDirectOcBlock * kDirectOcBlock * C * T;
 }
 
-// out[o * ldo + j] = sum_{c, t} w[o][c][t] * x[c * plane + off[t] + j] for o < m, j < n, with the
-// weights packed by direct_pack_weights. Reads x only at the offsets named (masked past n).
-// `plane` is the channel stride of x; channels are taken c_chunk at a time. row_len > 0 (at
-// most 16): n is whole rows of `pitch` columns of which only the first row_len are computed, one
-// vector per row (narrow outputs: a 14-wide row costs 16 lanes, not the grid's 18 columns).
-// pitch >= 1 always, also with row_len == 0 (the AVX2 form divides n into rows of it).
-void direct_grid_forward(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                         const float* x, int64_t plane, const float* packed, float* out,
-                         int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
-void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                                const float* x, int64_t plane, const float* packed, float* out,
-                                int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
-void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                              const float* x, int64_t plane, const float* packed, float* out,
-                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
+// One direct grid forward, fp32 (E = float) or bf16 (E = uint32_t, a unit holding the bf16 pair of
+// input channels (2 c2, 2 c2 + 1); C, off and plane then count pairs):
+//
+//   out[o * ldo + j] = sum_{c < C, t < T} w[o][c][t] * x[c * plane + off[t] + j]   o < m, j < n
+//
+// with the weights packed by direct_pack_weights. Reads x only at the offsets named (masked past
+// n). Channels are taken c_chunk at a time (a later chunk adds to out).
+template <class E>
+struct GridForward {
+  int64_t m = 0;                 // output channels
+  int64_t n = 0;                 // grid columns computed
+  int64_t C = 0;                 // input channels (bf16: channel pairs)
+  int64_t T = 0;                 // taps
+  const int64_t* off = nullptr;  // [T] tap offsets into x, in units
+  const E* x = nullptr;          // [C][plane] the band: channel c at x + c * plane
+  int64_t plane = 0;             // channel stride of x, in units
+  const E* packed = nullptr;     // [ceil(m / 8)][C][T][8] packed weights
+  float* out = nullptr;          // [m][ldo]
+  int64_t ldo = 0;               // row stride of out
+  int64_t c_chunk = 1;           // channels per pass (their band window stays in L1)
+  // row_len > 0 (at most 16): n is whole rows of `pitch` columns of which only the first row_len
+  // are computed, one vector per row (narrow outputs: a 14-wide row costs 16 lanes, not the
+  // grid's 18 columns). pitch >= 1 always, also with row_len == 0 (the AVX2 form divides n into
+  // rows of it).
+  int64_t row_len = 0;
+  int64_t pitch = 1;
+};
+using GridForwardF32 = GridForward<float>;
+using GridForwardBf16 = GridForward<uint32_t>;
+
+void direct_grid_forward(const GridForwardF32& a);
+void direct_grid_forward_avx512(const GridForwardF32& a);
+void direct_grid_forward_avx2(const GridForwardF32& a);
 
 // Where one tap of the weight gradient reads inside its source: the output positions o with
 // lo[d] <= o[d] < hi[d] in every dim (outside them the tap reads zero padding, so their products
@@ -79,21 +97,37 @@ struct WeightRuns {
   int64_t rows, L, pitch, o0, o1, o2;
 };
 
-// dwt[(t * C + c) * m16 + o] += sum_j xt[off[t] + j * ldx + c] * dyt[j * ldy + o] for o < m16
-// (a multiple of 16: dyt is zero past the real output channels), c < C, t < T, over the positions
-// j = r * pitch + k (r < rows, k < L) of `runs` that lie in box[t]: runs of output columns, the
-// grid's extra columns and every tap's padding skipped. xt is the band in channels-last form
-// (position-major, ldx >= C), dyt the output gradient likewise (ldy >= m16); dyt and dwt are
-// 64-byte aligned, ldy a multiple of 16.
-void direct_grid_weight(int64_t m16, int64_t C, int64_t T, const int64_t* off, const TapBox* box,
-                        const float* xt, int64_t ldx, const float* dyt, int64_t ldy,
-                        const WeightRuns& runs, float* dwt);
-void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                               const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
-                               int64_t ldy, const WeightRuns& runs, float* dwt);
-void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
-                             int64_t ldy, const WeightRuns& runs, float* dwt);
+struct WeightAhead;
+
+// One weight-gradient kernel call, fp32 (E = float) or bf16 (E = uint32_t; see the bf16 kernels
+// below: units are pairs of positions):
+//
+//   dwt[(t * C + c) * m16 + o] += sum_j xt[off[t] + j * ldx + c] * dyt[j * ldy + o]
+//
+// for o < m16, c < C, t < T, over the positions j = r * pitch + k (r < rows, k < L) of `runs` that
+// lie in box[t]: runs of output columns, the grid's extra columns and every tap's padding skipped.
+template <class E>
+struct GridWeight {
+  int64_t m16 = 0;               // output channels, a multiple of 16 (dyt zero past the real)
+  int64_t C = 0;                 // input channels
+  int64_t T = 0;                 // taps
+  const int64_t* off = nullptr;  // [T] tap offsets into xt
+  const TapBox* box = nullptr;   // [T] the positions each tap reads
+  const E* xt = nullptr;         // [positions][ldx] the band, channels-last (ldx >= C)
+  int64_t ldx = 0;               // position stride of xt
+  const E* dyt = nullptr;        // [positions][ldy] dy, channels-last; 64-byte aligned
+  int64_t ldy = 0;               // position stride of dyt: >= m16, a multiple of 16
+  WeightRuns runs{};             // the positions of the call
+  float* dwt = nullptr;          // [T][C][m16], 64-byte aligned
+  WeightAhead* ahead = nullptr;  // memory to ask for meanwhile (null: none; the in-place and
+                                 // bf16 forms only)
+};
+using GridWeightF32 = GridWeight<float>;
+using GridWeightBf16 = GridWeight<uint32_t>;
+
+void direct_grid_weight(const GridWeightF32& a);
+void direct_grid_weight_avx512(const GridWeightF32& a);
+void direct_grid_weight_avx2(const GridWeightF32& a);
 
 // The weight kernel with x read where it lies (AVX-512 only): no band, no channels-last copy.
 // Position j of run r of tap t reads channel c of x at x[xoff[t] + r * pitch + j * step +
@@ -153,12 +187,9 @@ inline void spread_ahead(WeightAhead& a, int64_t asks) {
   if (asks < 1) asks = 1;
   a.per_tile = (ahead_lines(a) + asks - 1) / asks;
 }
-// The weight kernel with x read in place, asking for `ahead`'s memory meanwhile (null:
-// none).
-void direct_weight_in_place_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* xoff,
-                                   const TapBox* box, const float* x, const InPlaceX& xl,
-                                   const float* dyt, int64_t ldy, const WeightRuns& runs,
-                                   float* dwt, WeightAhead* ahead = nullptr);
+// The weight kernel with x read in place (a.xt and a.ldx unused), asking for a.ahead's memory
+// meanwhile.
+void direct_weight_in_place_avx512(const GridWeightF32& a, const float* x, const InPlaceX& xl);
 // Register tiles of one such call (over every tap): WeightAhead::ask's calls, for WeightAhead's
 // spread. Output channel blocks of 64 (6 input channels a tile), then 32 and 16 (12 a tile).
 inline int64_t weight_tiles_in_place(int64_t m16, int64_t C, int64_t T) {
@@ -208,20 +239,18 @@ void direct_transpose_convert_avx512(SrcKind kind, const void* src, int64_t ld_s
 // bf16 (AVX512_BF16, direct_grid_bf16_avx512.cpp; where bf16_dot_kernels()): the same
 // kernels on pairs, fp32 accumulation. Forward: x2 and the packed weights hold bf16 pairs of
 // input channels (2 c2, 2 c2 + 1) as 32-bit units (C2 = ceil(C / 2) pairs; off and plane in
-// units; row_len and pitch as direct_grid_forward's). Weight: xt and dyt hold pairs of positions (2
-// p, 2 p + 1) as units, channels-last (ldx, ldy in units), over `runs` of pairs (L, pitch and o2
-// count pairs; box[t]'s dim 2 in pairs too: pair_box()).
-void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
-                              const uint32_t* x2, int64_t plane, const uint32_t* packed, float* out,
-                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch);
-void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const TapBox* box, const uint32_t* xt, int64_t ldx,
-                             const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt);
-// direct_grid_weight_bf16, asking for `ahead`'s memory meanwhile.
-void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                                   const TapBox* box, const uint32_t* xt, int64_t ldx,
-                                   const uint32_t* dyt, int64_t ldy, const WeightRuns& runs,
-                                   float* dwt, WeightAhead* ahead);
+// units; row_len and pitch as direct_grid_forward's: GridForwardBf16). Weight: xt and dyt hold
+// pairs of positions (2 p, 2 p + 1) as units, channels-last (ldx, ldy in units), over `runs` of
+// pairs (L, pitch and o2 count pairs; box[t]'s dim 2 in pairs too: pair_box()).
+void direct_grid_forward_bf16(const GridForwardBf16& a);
+void direct_grid_weight_bf16(const GridWeightBf16& a);
+// The argument-list form (for callers not yet on GridWeightBf16), without an ask-ahead.
+inline void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
+                                    const TapBox* box, const uint32_t* xt, int64_t ldx,
+                                    const uint32_t* dyt, int64_t ldy, const WeightRuns& runs,
+                                    float* dwt) {
+  direct_grid_weight_bf16({m16, C, T, off, box, xt, ldx, dyt, ldy, runs, dwt, nullptr});
+}
 // Register tiles of one direct_grid_weight_bf16 call (over every tap): for WeightAhead's spread.
 inline int64_t weight_tiles_bf16(int64_t m16, int64_t C, int64_t T) {
   return (m16 + 31) / 32 * ((C + 11) / 12) * T;

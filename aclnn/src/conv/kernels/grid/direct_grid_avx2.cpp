@@ -137,17 +137,26 @@ constexpr WeightTile kWeight16[7] = {nullptr,           weight_tile<2, 1>, weigh
                                      weight_tile<2, 3>, weight_tile<2, 4>, weight_tile<2, 5>,
                                      weight_tile<2, 6>};
 
-// Runs the forward tiles of channels [c0, c0 + cc) over one group of PV (or fewer, masked) column
-// vectors starting at columns at[v] of x and out, every 4-channel half of the packed blocks.
-void forward_vectors(int64_t m, int64_t C, int64_t c0, int64_t cc, int64_t T, const int64_t* off,
-                     const float* x, int64_t plane, const float* packed, float* out, int64_t ldo,
-                     const int64_t* at, const __m256i* mask, int64_t vectors, bool tail) {
-  const ForwardTile* tiles = forward_tiles_for(vectors, tail);
-  for (int64_t o0 = 0; o0 < m; o0 += kHalf) {
-    const int rows = static_cast<int>(min64(kHalf, m - o0));
+// One group of up to PV vectors of output columns: its first column j0, the vectors' starts
+// at[v] (from j0) and masks, how many there are, and whether they are masked.
+struct ColumnGroup {
+  int64_t j0 = 0;
+  int64_t at[kPV] = {};
+  __m256i mask[kPV];
+  int64_t vectors = 0;
+  bool tail = false;
+};
+
+// Runs the forward tiles of channels [c0, c0 + cc) of `a` over one column group, every 4-channel
+// half of the packed blocks.
+void forward_vectors(const GridForwardF32& a, int64_t c0, int64_t cc, const ColumnGroup& grp) {
+  const ForwardTile* tiles = forward_tiles_for(grp.vectors, grp.tail);
+  const float* x = a.x + grp.j0 + c0 * a.plane;
+  for (int64_t o0 = 0; o0 < a.m; o0 += kHalf) {
+    const int rows = static_cast<int>(min64(kHalf, a.m - o0));
     const int64_t block = o0 / kOB * kOB, half = o0 - block;
-    tiles[rows](cc, T, off, x + c0 * plane, plane, packed + (block * C + c0 * kOB) * T + half,
-                out + o0 * ldo, ldo, mask, c0 > 0, at);
+    tiles[rows](cc, a.T, a.off, x, a.plane, a.packed + (block * a.C + c0 * kOB) * a.T + half,
+                a.out + grp.j0 + o0 * a.ldo, a.ldo, grp.mask, c0 > 0, grp.at);
   }
 }
 
@@ -167,29 +176,31 @@ struct ColumnGroups {
            : mode == 2 ? (2 * rows + kPV - 1) / kPV
                        : (n + kTileCols - 1) / kTileCols;
   }
-  // Group i: its first column j0, vector starts at[] (from j0), masks, vector count, masked.
-  void get(int64_t i, int64_t* j0, int64_t* at, __m256i* mask, int64_t* vectors, bool* tail) const {
+  // Group i.
+  void get(int64_t i, ColumnGroup& grp) const {
     if (mode == 1) {  // rows of at most 8 columns: 3 rows, one masked vector per row
-      *j0 = i * kPV * pitch;
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(row_len), at[v] = v * pitch;
-      *vectors = min64(kPV, (n - *j0 + pitch - 1) / pitch), *tail = true;
+      grp.j0 = i * kPV * pitch;
+      for (int v = 0; v < kPV; ++v)
+        grp.mask[v] = gemm::first_lanes8(row_len), grp.at[v] = v * pitch;
+      grp.vectors = min64(kPV, (n - grp.j0 + pitch - 1) / pitch), grp.tail = true;
     } else if (mode == 2) {
       // Rows of 9 to 16 columns: two whole vectors per row (16 lanes, not the pitch's columns),
       // 3 vectors in row order. Lanes past row_len compute the row's extra columns, which the
       // caller drops; they stay inside the row (pitch > 16), and the band's slack row covers the
       // last row's reads.
       const int64_t vecs = 2 * ((n + pitch - 1) / pitch), k0 = i * kPV;
-      *j0 = 0;
+      grp.j0 = 0;
       for (int v = 0; v < kPV; ++v) {
         const int64_t k = min64(k0 + v, vecs - 1);  // unused vectors repeat the last
-        mask[v] = gemm::first_lanes8(8), at[v] = k / 2 * pitch + k % 2 * 8;
+        grp.mask[v] = gemm::first_lanes8(8), grp.at[v] = k / 2 * pitch + k % 2 * 8;
       }
-      *vectors = min64(kPV, vecs - k0), *tail = *vectors < kPV;
+      grp.vectors = min64(kPV, vecs - k0), grp.tail = grp.vectors < kPV;
     } else {  // flat over all n columns
-      *j0 = i * kTileCols;
-      const int64_t cols = min64(kTileCols, n - *j0);
-      for (int v = 0; v < kPV; ++v) mask[v] = gemm::first_lanes8(cols - 8 * v), at[v] = 8 * v;
-      *vectors = (cols + 7) / 8, *tail = cols < kTileCols;
+      grp.j0 = i * kTileCols;
+      const int64_t cols = min64(kTileCols, n - grp.j0);
+      for (int v = 0; v < kPV; ++v)
+        grp.mask[v] = gemm::first_lanes8(cols - 8 * v), grp.at[v] = 8 * v;
+      grp.vectors = (cols + 7) / 8, grp.tail = cols < kTileCols;
     }
   }
 };
@@ -202,31 +213,31 @@ struct ColumnGroups {
 // back, c3d_video's 64 channels x 6846 columns = 1.75 MB; strided grids, whose offsets span their
 // phase planes) chunk by chunk, each swept over all columns, so a chunk's share stays in L2 across
 // its tap rows (column-outer, c3d_video's data gradient stalled on band loads from L3).
-void direct_grid_forward_avx2(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                              const float* x, int64_t plane, const float* packed, float* out,
-                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
-  const ColumnGroups groups(n, row_len, pitch);
+void direct_grid_forward_avx2(const GridForwardF32& a) {
+  const int64_t C = a.C, c_chunk = a.c_chunk;
+  const ColumnGroups groups(a.n, a.row_len, a.pitch);
   const int64_t G = groups.count(), chunks = (C + c_chunk - 1) / c_chunk;
   const int64_t cc = (C + chunks - 1) / chunks;  // equal chunks: no thin last one
-  int64_t lo = off[0], hi = off[0];              // the taps' reach
-  for (int64_t t = 1; t < T; ++t) lo = min64(lo, off[t]), hi = off[t] > hi ? off[t] : hi;
+  int64_t lo = a.off[0], hi = a.off[0];          // the taps' reach
+  for (int64_t t = 1; t < a.T; ++t) lo = min64(lo, a.off[t]), hi = a.off[t] > hi ? a.off[t] : hi;
   const bool chunk_outer = (hi - lo) * C * 4 > kReuseBytes;
-  __m256i mask[kPV];
-  int64_t at[kPV], j0 = 0, vectors = 0;
-  bool tail = false;
+  ColumnGroup grp;
   for (int64_t outer = 0; outer < (chunk_outer ? chunks : G); ++outer)
     for (int64_t inner = 0; inner < (chunk_outer ? G : chunks); ++inner) {
       const int64_t gi = chunk_outer ? inner : outer, c0 = (chunk_outer ? outer : inner) * cc;
-      if (chunk_outer || inner == 0) groups.get(gi, &j0, at, mask, &vectors, &tail);
+      if (chunk_outer || inner == 0) groups.get(gi, grp);
       if (c0 >= C) continue;
-      forward_vectors(m, C, c0, min64(cc, C - c0), T, off, x + j0, plane, packed, out + j0, ldo, at,
-                      mask, vectors, tail);
+      forward_vectors(a, c0, min64(cc, C - c0), grp);
     }
 }
 
-void direct_grid_weight_avx2(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
-                             int64_t ldy, const WeightRuns& runs, float* dwt) {
+void direct_grid_weight_avx2(const GridWeightF32& a) {
+  const int64_t m16 = a.m16, C = a.C, T = a.T, ldx = a.ldx, ldy = a.ldy;
+  const int64_t* off = a.off;
+  const TapBox* box = a.box;
+  const float *xt = a.xt, *dyt = a.dyt;
+  const WeightRuns& runs = a.runs;
+  float* dwt = a.dwt;
   for (int64_t o0 = 0; o0 < m16;) {
     const bool wide = o0 + 32 <= m16;
     const int64_t width = wide ? 3 : 6;

@@ -31,70 +31,15 @@ constexpr int kPV = 3;                                 // forward: 16-column vec
 constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 output channels)
 constexpr int64_t kWC4 = 6;  // ... per tile of 64 output channels
 
-// acc[o][v] = sum_{c, t} w[o][c][t] * x[c * plane + off[t] + 16 v + lane] for OB output channels
-// (the first OB of a packed block of 8) and PV vectors of columns; with kTail, `mask[v]` selects
-// the valid lanes. `add`: start from `out` (a later channel chunk) instead of zero.
-template <int OB, int PV, bool kTail>
-void forward_tile(int64_t C, int64_t T, const int64_t* off, const float* x, int64_t plane,
-                  const float* w, float* out, int64_t ldo, const __mmask16* mask, bool add,
-                  int64_t vs) {
-  __m512 acc[OB][PV];
-#pragma GCC unroll 8
-  for (int o = 0; o < OB; ++o)
-#pragma GCC unroll 8
-    for (int v = 0; v < PV; ++v)
-      acc[o][v] = !add    ? _mm512_setzero_ps()
-                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + vs * v)
-                          : _mm512_loadu_ps(out + o * ldo + vs * v);
-  for (int64_t c = 0; c < C; ++c, x += plane, w += T * kOB) {
-    for (int64_t t = 0; t < T; ++t) {
-      const float* xp = x + off[t];
-      __m512 xv[PV];
-#pragma GCC unroll 8
-      for (int v = 0; v < PV; ++v)
-        xv[v] = kTail ? _mm512_maskz_loadu_ps(mask[v], xp + vs * v) : _mm512_loadu_ps(xp + vs * v);
-      const float* wt = w + t * kOB;
-#pragma GCC unroll 8
-      for (int o = 0; o < OB; ++o) {
-        const __m512 wv = _mm512_set1_ps(wt[o]);
-#pragma GCC unroll 8
-        for (int v = 0; v < PV; ++v) acc[o][v] = _mm512_fmadd_ps(wv, xv[v], acc[o][v]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int o = 0; o < OB; ++o)
-#pragma GCC unroll 8
-    for (int v = 0; v < PV; ++v) {
-      float* dst = out + o * ldo + vs * v;
-      if (kTail) {
-        _mm512_mask_storeu_ps(dst, mask[v], acc[o][v]);
-      } else {
-        _mm512_storeu_ps(dst, acc[o][v]);
-      }
-    }
-}
-
-using ForwardTile = void (*)(int64_t, int64_t, const int64_t*, const float*, int64_t, const float*,
-                             float*, int64_t, const __mmask16*, bool, int64_t);
-
-// The tile for `rows` (1..8) output channels: full 48-column tiles, and tails of 1-3 vectors (a
-// 14-wide output row does not pay for 48 columns).
-template <int PV, bool kTail>
-constexpr ForwardTile kTiles[kOB + 1] = {nullptr,
-                                         forward_tile<1, PV, kTail>,
-                                         forward_tile<2, PV, kTail>,
-                                         forward_tile<3, PV, kTail>,
-                                         forward_tile<4, PV, kTail>,
-                                         forward_tile<5, PV, kTail>,
-                                         forward_tile<6, PV, kTail>,
-                                         forward_tile<7, PV, kTail>,
-                                         forward_tile<8, PV, kTail>};
-
-// The tile sets of direct_grid_forward_avx512.h's driver: [0] the full tiles, [v] those of v
-// masked vectors.
-constexpr const ForwardTile* kTileSets[kPV + 1] = {kTiles<kPV, false>, kTiles<1, true>,
-                                                   kTiles<2, true>, kTiles<3, true>};
+// The fp32 unit of direct_grid_forward_avx512.h's tile: one float per lane, one FMA.
+struct F32Unit {
+  using E = float;
+  using V = __m512;
+  static V load(const E* p) { return _mm512_loadu_ps(p); }
+  static V load_masked(__mmask16 m, const E* p) { return _mm512_maskz_loadu_ps(m, p); }
+  static V broadcast(E w) { return _mm512_set1_ps(w); }
+  static __m512 madd(__m512 acc, V x, V w) { return _mm512_fmadd_ps(w, x, acc); }
+};
 
 // acc[v][i] = dwt[t][c0 + i][o0 + 16 v ..] += sum_j x[channel i at position j] * dyt[j][o0 + 16
 // v]: OV vectors of output channels x RC input channels, one tap. Per position: OV vector loads of
@@ -206,25 +151,17 @@ inline __m512 tree_sum16(const __m512 (&v)[16]) {
 
 }  // namespace
 
-void direct_grid_forward_avx512(int64_t m, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                                const float* x, int64_t plane, const float* packed, float* out,
-                                int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
-  grid_forward<kOB, kPV>(kTileSets, m, n, C, T, off, x, plane, packed, out, ldo, c_chunk, row_len,
-                         pitch);
+void direct_grid_forward_avx512(const GridForwardF32& a) {
+  grid_forward<kOB, kPV>(kForwardTileSets<F32Unit>, a);
 }
 
-void direct_grid_weight_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                               const TapBox* box, const float* xt, int64_t ldx, const float* dyt,
-                               int64_t ldy, const WeightRuns& runs, float* dwt) {
-  weight_calls<true>(m16, C, T, off, box, xt, InPlaceX{1, ldx, runs.pitch * ldx}, dyt, ldy, runs,
-                     dwt);
+void direct_grid_weight_avx512(const GridWeightF32& a) {
+  weight_calls<true>(a.m16, a.C, a.T, a.off, a.box, a.xt, InPlaceX{1, a.ldx, a.runs.pitch * a.ldx},
+                     a.dyt, a.ldy, a.runs, a.dwt);
 }
 
-void direct_weight_in_place_avx512(int64_t m16, int64_t C, int64_t T, const int64_t* xoff,
-                                   const TapBox* box, const float* x, const InPlaceX& xl,
-                                   const float* dyt, int64_t ldy, const WeightRuns& runs,
-                                   float* dwt, WeightAhead* ahead) {
-  weight_calls<false>(m16, C, T, xoff, box, x, xl, dyt, ldy, runs, dwt, ahead);
+void direct_weight_in_place_avx512(const GridWeightF32& a, const float* x, const InPlaceX& xl) {
+  weight_calls<false>(a.m16, a.C, a.T, a.off, a.box, x, xl, a.dyt, a.ldy, a.runs, a.dwt, a.ahead);
 }
 
 // HF32: keep the fp32 exponent, drop the low 12 mantissa bits with round-to-nearest-even; inf and

@@ -31,70 +31,17 @@ constexpr int kOB = static_cast<int>(kDirectOcBlock);  // forward: output channe
 constexpr int kPV = 3;                                 // forward: 16-column vectors per tile
 constexpr int64_t kWC = 12;  // weight gradient: input channels per tile (x 32 output channels)
 
-// acc[o][v] = sum_{c2, t} w2[o][c2][t] . x2[c2 * plane + off[t] + 16 v + lane]: each unit of x2
-// is the bf16 pair of channels (2 c2, 2 c2 + 1) at one grid column, each unit of w2 the matching
-// weight pair; the dot product of the two pairs is one vdpbf16ps lane. Vector v covers columns
-// [vs v, vs v + 16) (vs = 16: flat; vs = the grid's row pitch: one vector per row).
-template <int OB, int PV, bool kTail>
-void forward_tile(int64_t C2, int64_t T, const int64_t* off, const uint32_t* x, int64_t plane,
-                  const uint32_t* w, float* out, int64_t ldo, const __mmask16* mask, bool add,
-                  int64_t vs) {
-  __m512 acc[OB][PV];
-#pragma GCC unroll 8
-  for (int o = 0; o < OB; ++o)
-#pragma GCC unroll 8
-    for (int v = 0; v < PV; ++v)
-      acc[o][v] = !add    ? _mm512_setzero_ps()
-                  : kTail ? _mm512_maskz_loadu_ps(mask[v], out + o * ldo + vs * v)
-                          : _mm512_loadu_ps(out + o * ldo + vs * v);
-  for (int64_t c = 0; c < C2; ++c, x += plane, w += T * kOB) {
-    for (int64_t t = 0; t < T; ++t) {
-      const uint32_t* xp = x + off[t];
-      __m512i xv[PV];
-#pragma GCC unroll 8
-      for (int v = 0; v < PV; ++v)
-        xv[v] = kTail ? _mm512_maskz_loadu_epi32(mask[v], xp + vs * v)
-                      : _mm512_loadu_si512(xp + vs * v);
-      const uint32_t* wt = w + t * kOB;
-#pragma GCC unroll 8
-      for (int o = 0; o < OB; ++o) {
-        const __m512i wv = _mm512_set1_epi32(static_cast<int>(wt[o]));
-#pragma GCC unroll 8
-        for (int v = 0; v < PV; ++v) acc[o][v] = dot2(acc[o][v], xv[v], wv);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int o = 0; o < OB; ++o)
-#pragma GCC unroll 8
-    for (int v = 0; v < PV; ++v) {
-      float* dst = out + o * ldo + vs * v;
-      if (kTail) {
-        _mm512_mask_storeu_ps(dst, mask[v], acc[o][v]);
-      } else {
-        _mm512_storeu_ps(dst, acc[o][v]);
-      }
-    }
-}
-
-using ForwardTile = void (*)(int64_t, int64_t, const int64_t*, const uint32_t*, int64_t,
-                             const uint32_t*, float*, int64_t, const __mmask16*, bool, int64_t);
-
-template <int PV, bool kTail>
-constexpr ForwardTile kTiles[kOB + 1] = {nullptr,
-                                         forward_tile<1, PV, kTail>,
-                                         forward_tile<2, PV, kTail>,
-                                         forward_tile<3, PV, kTail>,
-                                         forward_tile<4, PV, kTail>,
-                                         forward_tile<5, PV, kTail>,
-                                         forward_tile<6, PV, kTail>,
-                                         forward_tile<7, PV, kTail>,
-                                         forward_tile<8, PV, kTail>};
-
-// The tile sets of direct_grid_forward_avx512.h's driver: [0] the full tiles, [v] those of v
-// masked vectors.
-constexpr const ForwardTile* kTileSets[kPV + 1] = {kTiles<kPV, false>, kTiles<1, true>,
-                                                   kTiles<2, true>, kTiles<3, true>};
+// The bf16 unit of direct_grid_forward_avx512.h's tile: each unit of x is the bf16 pair of
+// channels (2 c2, 2 c2 + 1) at one grid column, each unit of w the matching weight pair; the dot
+// product of the two pairs is one vdpbf16ps lane (C counts the pairs).
+struct Bf16PairUnit {
+  using E = uint32_t;
+  using V = __m512i;
+  static V load(const E* p) { return _mm512_loadu_si512(p); }
+  static V load_masked(__mmask16 m, const E* p) { return _mm512_maskz_loadu_epi32(m, p); }
+  static V broadcast(E w) { return _mm512_set1_epi32(static_cast<int>(w)); }
+  static __m512 madd(__m512 acc, V x, V w) { return dot2(acc, x, w); }
+};
 
 // acc[i][v] = dwt[c0 + i][o0 + 16 v ..] += sum_p dyt[p][o] . x(p, i): each unit of dyt is the
 // pair of positions (2p, 2p + 1) of one output channel, each unit of x the same two positions of
@@ -156,17 +103,20 @@ void direct_rows_weight_bf16(int64_t m16, int64_t C, const uint32_t* x, int64_t 
   }
 }
 
-void direct_grid_forward_bf16(int64_t m, int64_t n, int64_t C2, int64_t T, const int64_t* off,
-                              const uint32_t* x, int64_t plane, const uint32_t* packed, float* out,
-                              int64_t ldo, int64_t c_chunk, int64_t row_len, int64_t pitch) {
-  grid_forward<kOB, kPV>(kTileSets, m, n, C2, T, off, x, plane, packed, out, ldo, c_chunk, row_len,
-                         pitch);
+void direct_grid_forward_bf16(const GridForwardBf16& a) {
+  grid_forward<kOB, kPV>(kForwardTileSets<Bf16PairUnit>, a);
 }
 
-void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                                   const TapBox* box, const uint32_t* xt, int64_t ldx,
-                                   const uint32_t* dyt, int64_t ldy, const WeightRuns& runs,
-                                   float* dwt, WeightAhead* ahead) {
+namespace {
+
+// The calls of direct_grid_weight_bf16's register tiles (a's own ahead ignored: `ahead`).
+inline void weight_bf16_calls(const GridWeightBf16& a, WeightAhead* ahead) {
+  const int64_t m16 = a.m16, C = a.C, T = a.T, ldx = a.ldx, ldy = a.ldy;
+  const int64_t* off = a.off;
+  const TapBox* box = a.box;
+  const uint32_t *xt = a.xt, *dyt = a.dyt;
+  const WeightRuns& runs = a.runs;
+  float* dwt = a.dwt;
   const int64_t tiles = (C + kWC - 1) / kWC, base = C / tiles, wide = C % tiles;
   for (int64_t o0 = 0; o0 < m16; o0 += 2 * 16) {
     const bool two = o0 + 32 <= m16;
@@ -190,10 +140,12 @@ void direct_grid_weight_ahead_bf16(int64_t m16, int64_t C, int64_t T, const int6
   }
 }
 
-void direct_grid_weight_bf16(int64_t m16, int64_t C, int64_t T, const int64_t* off,
-                             const TapBox* box, const uint32_t* xt, int64_t ldx,
-                             const uint32_t* dyt, int64_t ldy, const WeightRuns& runs, float* dwt) {
-  direct_grid_weight_ahead_bf16(m16, C, T, off, box, xt, ldx, dyt, ldy, runs, dwt, nullptr);
+}  // namespace
+
+// Two copies of the calls: without an ask-ahead the compiler drops its test per tile.
+void direct_grid_weight_bf16(const GridWeightBf16& a) {
+  if (!a.ahead) return weight_bf16_calls(a, nullptr);
+  weight_bf16_calls(a, a.ahead);
 }
 
 namespace {

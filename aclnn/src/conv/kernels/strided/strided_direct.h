@@ -9,14 +9,29 @@
 
 namespace aclnn_cpu::conv {
 
-// Packed weights: blocks of 8 output channels, packed[ob * ob_stride + (c * T + t) * 8 + i].
+// One call of the strided forward kernel:
 //
-// yt[p * ldy + o] = (add ? yt[p * ldy + o] : 0) + sum_{c < C, t < T} packed(o, c, t) *
-//                   x[c * cstride + off[t] + p * xstep]
-// for p < n positions and o < 8 * blocks output channels (ldy a multiple of 8).
-void strided_forward_avx2(int64_t blocks, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                          const float* x, int64_t cstride, int64_t xstep, const float* packed,
-                          int64_t ob_stride, float* yt, int64_t ldy, bool add);
+//   yt[p * ldy + o] = (add ? yt[p * ldy + o] : 0)
+//                     + sum_{c < C, t < T} packed(o, c, t) * x[c * cstride + off[t] + p * xstep]
+//
+// for p < n positions and o < 8 * blocks output channels, with the weights packed in blocks of 8
+// output channels: packed(o, c, t) = packed[(o / 8) * ob_stride + (c * T + t) * 8 + o % 8].
+struct StridedForward {
+  int64_t blocks = 0;             // blocks of 8 output channels
+  int64_t n = 0;                  // output positions
+  int64_t C = 0;                  // input channels
+  int64_t T = 0;                  // taps
+  const int64_t* off = nullptr;   // [T] tap offsets into a channel of x
+  const float* x = nullptr;       // [C][cstride] the input, position p at p * xstep
+  int64_t cstride = 0;            // channel stride of x
+  int64_t xstep = 0;              // input elements between successive positions (the stride)
+  const float* packed = nullptr;  // [blocks][ob_stride] packed weights, (c, t, 8) per block
+  int64_t ob_stride = 0;          // floats between weight blocks
+  float* yt = nullptr;            // [n][ldy] the output, channels-last
+  int64_t ldy = 0;                // position stride of yt, a multiple of 8
+  bool add = false;               // add to yt (a later channel chunk) instead of overwriting it
+};
+void strided_forward_avx2(const StridedForward& a);
 
 // dw[o * ld + c * K + q] = dwt[(q * nc + c) * m16 + o] for o < Cog, c < nc, q < K: a weight task's
 // accumulators [K, nc, m16] (direct_grid.h's weight kernel) back into dw's rows [Cog][.. nc * K]

@@ -63,9 +63,13 @@ constexpr const Tile* kTiles[kMaxV + 1] = {
 
 }  // namespace
 
-void strided_forward_avx2(int64_t blocks, int64_t n, int64_t C, int64_t T, const int64_t* off,
-                          const float* x, int64_t cstride, int64_t xstep, const float* packed,
-                          int64_t ob_stride, float* yt, int64_t ldy, bool add) {
+void strided_forward_avx2(const StridedForward& a) {
+  const int64_t blocks = a.blocks, n = a.n, C = a.C, T = a.T, cstride = a.cstride;
+  const int64_t xstep = a.xstep, ob_stride = a.ob_stride, ldy = a.ldy;
+  const int64_t* off = a.off;
+  const float *x = a.x, *packed = a.packed;
+  float* yt = a.yt;
+  const bool add = a.add;
   // Blocks in nearly equal groups of at most 3 (4 -> 2 + 2, not 3 + 1).
   const int64_t groups = (blocks + kMaxV - 1) / kMaxV;
   for (int64_t gi = 0, ob = 0; gi < groups; ++gi) {
