@@ -176,10 +176,15 @@ Tensor extreme_all(const char* op, const char* node_name, const Tensor& x) {
     constexpr C init =
         IsMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
     Tensor acc = full({}, init, dtype_of<C>());
-    reduce_elements<C, T>(acc, x, all, [](C best, T v) {
-      const C u = convert<C>(v);
+    const auto fold = [](C best, C u) {
       return !std::isnan(best) && better<IsMax>(u, best) ? u : best;
-    });
+    };
+    if constexpr (kernels::is_16bit_v<T>) {  // widened a chunk at a time, the same folds
+      kernels::reduce16<C, T>(acc, x, all, fold);
+    } else {
+      reduce_elements<C, T>(acc, x, all,
+                            [&fold](C best, T v) { return fold(best, convert<C>(v)); });
+    }
     return acc.to(x.dtype());
   });
   if (auto node = make_node<ExtremeAllBackward>({x}, node_name)) {
