@@ -241,6 +241,20 @@ TEST(Ops16Bit, CastsMatchTensorTo) {
   }
 }
 
+// Bits of x at index[...] along dim (x's shape without dim): the rows along dim, picked.
+std::vector<uint16_t> bits_at(const Tensor& x, int64_t dim, const Tensor& index) {
+  Shape perm;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d != dim) perm.push_back(d);
+  }
+  perm.push_back(dim);
+  const std::vector<uint16_t> rows = bits_of(x.permute(perm));
+  const std::vector<int64_t> at = index.to_vector<int64_t>();
+  std::vector<uint16_t> out;
+  for (size_t r = 0; r < at.size(); ++r) out.push_back(rows[r * x.size(dim) + at[r]]);
+  return out;
+}
+
 // Reductions of 16-bit inputs accumulate in float64 and round once from it: the same sums on the
 // float64 copies, rounded by Tensor::to. max and min select: the float32 copies' result.
 TEST(Ops16Bit, ReductionsRoundOnceFromFloat64) {
@@ -263,6 +277,17 @@ TEST(Ops16Bit, ReductionsRoundOnceFromFloat64) {
             << "mean, " << where;
       }
       EXPECT_EQ(bits_of(mean(in)), bits_of(mean(in64).to(d))) << "mean all, " << where;
+      for (int64_t dim = 0; dim < in.dim(); ++dim) {  // values are the input's bits
+        const auto [values, indices] = max(in, dim);
+        const auto [values32, indices32] = max(in.to(Dtype::Float32), dim);
+        EXPECT_EQ(bits_of(values), bits_at(in, dim, indices)) << "max(dim), " << where;
+        EXPECT_EQ(indices.to_vector<int64_t>(), indices32.to_vector<int64_t>())
+            << "max(dim) indices, " << where;
+        const auto [low, low_at] = min(in, dim);
+        const auto [low32, low_at32] = min(in.to(Dtype::Float32), dim);
+        EXPECT_EQ(low_at.to_vector<int64_t>(), low_at32.to_vector<int64_t>())
+            << "min(dim) indices, " << where;
+      }
       expect_rounded_from(max(in), max(in.to(Dtype::Float32)), "max all, " + where);
       expect_rounded_from(min(in), min(in.to(Dtype::Float32)), "min all, " + where);
     }
