@@ -1,8 +1,8 @@
-// Elementwise maps over float16 / bfloat16 tensors a chunk at a time: each input chunk is widened
-// to a float32 buffer by ops/convert16 (vector instructions where the CPU has them), f runs on
-// the floats, and the results are rounded back in bulk. Per element this is exactly what the
-// scalar path computes (f of the exactly widened inputs, rounded once to nearest even), so the
-// results are bit-identical; only the conversions are faster.
+// Elementwise maps and reductions over float16 / bfloat16 tensors a chunk at a time: each input
+// chunk is widened to a float32 buffer by ops/convert16 (vector instructions where the CPU has
+// them), f runs on the floats, and the results are rounded back in bulk. Per element this is
+// exactly what the scalar path computes (f of the exactly widened inputs, rounded once to nearest
+// even), so the results are bit-identical; only the conversions are faster.
 #pragma once
 
 #include <algorithm>
@@ -83,6 +83,74 @@ void map16(const Tensor& out, std::span<const Tensor> ins, F& f, std::index_sequ
 }
 
 }  // namespace map16_detail
+
+/// out = x converted between float32 and a 16-bit T, either way (x broadcast to out's shape), a
+/// chunk at a time: the same bits as Tensor::to's element-by-element conversion. No autograd.
+template <typename T>
+void convert16_into(const Tensor& out, const Tensor& x) {
+  static_assert(is_16bit_v<T>);
+  namespace m16 = map16_detail;
+  const bool widen = x.dtype() == dtype_of<T>();
+  const std::array<Dtype, 2> dtypes{widen ? Dtype::Float32 : dtype_of<T>(),
+                                    widen ? dtype_of<T>() : Dtype::Float32};
+  aclgrad::detail::check_operand_dtypes("convert16_into", out, std::span<const Tensor>(&x, 1),
+                                        dtypes);
+  for_each_strided(
+      out, {x},
+      [widen](int64_t n, char* o, const char* const* in, const int64_t* s) {
+        alignas(64) float buf[m16::kChunk];
+        for (int64_t at = 0; at < n; at += m16::kChunk) {
+          const int64_t m = std::min(m16::kChunk, n - at);
+          const char* src = in[0] + at * s[1];
+          char* dst = o + at * s[0];
+          constexpr int64_t kFloat = sizeof(float);
+          if (widen && s[0] == kFloat) {
+            m16::load<T>(src, s[1], m, reinterpret_cast<float*>(dst));
+          } else if (widen) {
+            m16::load<T>(src, s[1], m, buf);
+            for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(dst + i * s[0]) = buf[i];
+          } else if (s[1] == kFloat) {
+            m16::store<T>(dst, s[0], m, reinterpret_cast<const float*>(src));
+          } else {
+            for (int64_t i = 0; i < m; ++i) {
+              buf[i] = *reinterpret_cast<const float*>(src + i * s[1]);
+            }
+            m16::store<T>(dst, s[0], m, buf);
+          }
+        }
+      },
+      Parallel::Yes);
+}
+
+/// reduce_elements<Acc, T> for a 16-bit T with f(Acc, float): each run of the input is widened a
+/// chunk at a time and folded in the order reduce_elements folds it (element by element along the
+/// run), so with f doing what the element-by-element f does on the widened value, every
+/// accumulator gets the same bits.
+template <typename Acc, typename T, typename F>
+void reduce16(const Tensor& out, const Tensor& in, const Shape& dims, F f) {
+  static_assert(is_16bit_v<T>);
+  namespace m16 = map16_detail;
+  const std::array<Dtype, 2> dtypes{dtype_of<Acc>(), dtype_of<T>()};
+  aclgrad::detail::check_operand_dtypes("reduce16", out, std::span<const Tensor>(&in, 1), dtypes);
+  for_each_reduce(out, in, dims, [&](int64_t n, char* o, const char* const* x, const int64_t* s) {
+    alignas(64) float buf[m16::kChunk];
+    for (int64_t at = 0; at < n; at += m16::kChunk) {
+      const int64_t m = std::min(m16::kChunk, n - at);
+      m16::load<T>(x[0] + at * s[1], s[1], m, buf);
+      if (s[0] == 0) {  // the whole run folds into one output element
+        Acc acc = *reinterpret_cast<Acc*>(o);
+        for (int64_t i = 0; i < m; ++i) acc = f(acc, buf[i]);
+        *reinterpret_cast<Acc*>(o) = acc;
+      } else {
+        char* dst = o + at * s[0];
+        for (int64_t i = 0; i < m; ++i) {
+          Acc& acc = *reinterpret_cast<Acc*>(dst + i * s[0]);
+          acc = f(acc, buf[i]);
+        }
+      }
+    }
+  });
+}
 
 /// out[i] = f(float(ins[0][i]), ..., float(ins[N-1][i])) with broadcasting, for a 16-bit T; Out
 /// is T (each result rounded once) or bool. f must be pure (large maps run in parallel).

@@ -3,6 +3,7 @@
 // Along a dim, the gradient goes to the selected index only: scatter_along (the adjoint of
 // gather_along) writes it there. The two are a differentiable pair, so double backward works.
 // Over all elements the gradient is shared evenly among the tied extrema (PyTorch's rule).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -131,9 +132,21 @@ std::tuple<Tensor, Tensor> extreme_dim(const char* op, const char* node_name, co
       const T* row = p + m * K;
       C best = convert<C>(row[0]);
       int64_t bi = 0;
-      for (int64_t k = 1; k < K && !std::isnan(best); ++k) {
-        const C u = convert<C>(row[k]);
-        if (better<IsMax>(u, best)) best = u, bi = k;
+      if constexpr (kernels::is_16bit_v<T>) {  // the same scan on the row widened in chunks
+        constexpr int64_t kChunk = kernels::map16_detail::kChunk;
+        alignas(64) float buf[kChunk];
+        for (int64_t at = 1; at < K && !std::isnan(best); at += kChunk) {
+          const int64_t n = std::min(kChunk, K - at);
+          ops::convert16::widen(row + at, buf, n);
+          for (int64_t i = 0; i < n && !std::isnan(best); ++i) {
+            if (better<IsMax>(buf[i], best)) best = buf[i], bi = at + i;
+          }
+        }
+      } else {
+        for (int64_t k = 1; k < K && !std::isnan(best); ++k) {
+          const C u = convert<C>(row[k]);
+          if (better<IsMax>(u, best)) best = u, bi = k;
+        }
       }
       v[m] = row[bi];
       ix[m] = bi;
@@ -176,10 +189,15 @@ Tensor extreme_all(const char* op, const char* node_name, const Tensor& x) {
     constexpr C init =
         IsMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
     Tensor acc = full({}, init, dtype_of<C>());
-    reduce_elements<C, T>(acc, x, all, [](C best, T v) {
-      const C u = convert<C>(v);
+    const auto fold = [](C best, C u) {
       return !std::isnan(best) && better<IsMax>(u, best) ? u : best;
-    });
+    };
+    if constexpr (kernels::is_16bit_v<T>) {  // widened a chunk at a time, the same folds
+      kernels::reduce16<C, T>(acc, x, all, fold);
+    } else {
+      reduce_elements<C, T>(acc, x, all,
+                            [&fold](C best, T v) { return fold(best, convert<C>(v)); });
+    }
     return acc.to(x.dtype());
   });
   if (auto node = make_node<ExtremeAllBackward>({x}, node_name)) {

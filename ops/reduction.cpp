@@ -7,6 +7,7 @@
 
 #include "autograd/function.h"
 #include "ops/elementwise.h"
+#include "ops/map16.h"
 #include "ops/reduction.h"
 #include "ops/reduction_util.h"
 #include "tensor/creation.h"
@@ -47,7 +48,12 @@ Shape reduced_shape(const Shape& sizes, const Shape& dims, bool keepdim) {
 Tensor sum_kernel(const char* op, const Tensor& x, const Shape& dims, bool keepdim, double scale) {
   Tensor acc = zeros(reduced_shape(x.sizes(), dims, keepdim), Dtype::Float64);
   dispatch_floating_dtype(x.dtype(), op, [&]<typename T>() {
-    reduce_elements<double, T>(acc, x, dims, [](double a, T v) { return a + convert<double>(v); });
+    if constexpr (kernels::is_16bit_v<T>) {  // widened a chunk at a time, the same sums
+      kernels::reduce16<double, T>(acc, x, dims, [](double a, float v) { return a + v; });
+    } else {
+      reduce_elements<double, T>(acc, x, dims,
+                                 [](double a, T v) { return a + convert<double>(v); });
+    }
   });
   if (scale != 1)
     map_elementwise<double, double>(acc, {acc}, [scale](double v) { return v * scale; });

@@ -1,6 +1,7 @@
 // softmax / log_softmax along one dim: a three-pass kernel on tensor/iter.h (row max, sum of
-// exp(x - max), normalise) that works on any strides without permuting, and backward formulas
-// written with differentiable ops (so double backward works):
+// exp(x - max), normalise) that works on any strides without permuting (16-bit x: on its float32
+// widening, rounded once at the end), and backward formulas written with differentiable ops (so
+// double backward works):
 //   y = softmax(x):      dL/dx = y * (g - sum(g * y, dim))
 //   y = log_softmax(x):  dL/dx = g - exp(y) * sum(g, dim)
 #include "ops/softmax.h"
@@ -22,34 +23,46 @@ using autograd::tensor_list;
 
 namespace {
 
-// dims: {d}, or {} for a 0-dim x (a single element is its own row).
+// out = softmax (or log_softmax) of a float32 / float64 x over dims ({d}, or {} for a 0-dim x,
+// whose single element is its own row); out has x's shape and dtype. For softmax out may be x
+// itself (each pass reads an element before writing it); log_softmax reads x again at the end.
+template <bool Log, typename C>
+void softmax_compute(const Tensor& out, const Tensor& x, const Shape& dims) {
+  const Shape row_shape = reduction::reduced_shape(x.sizes(), dims, /*keepdim=*/true);
+  // m = max along dim [.., 1, ..]; a NaN anywhere in the row makes it NaN.
+  Tensor m = full(row_shape, -std::numeric_limits<C>::infinity(), dtype_of<C>());
+  reduce_elements<C, C>(m, x, dims, [](C acc, C u) { return u > acc || std::isnan(u) ? u : acc; });
+  // e = exp(x - m), in out; s = sum of e, accumulated in double.
+  const Tensor& e = out;
+  map_elementwise<C, C, C>(e, {x, m}, [](C v, C mx) { return std::exp(v - mx); });
+  Tensor s = zeros(row_shape, Dtype::Float64);
+  reduce_elements<double, C>(s, e, dims, [](double acc, C v) { return acc + v; });
+  if constexpr (Log) {
+    // out = x - m - log(s)
+    map_elementwise<double, double>(s, {s}, [](double v) { return std::log(v); });
+    map_elementwise<C, C, C, double>(
+        out, {x, m, s}, [](C v, C mx, double ls) { return v - mx - static_cast<C>(ls); });
+  } else {
+    // out = e / s
+    map_elementwise<C, C, double>(out, {e, s},
+                                  [](C v, double sm) { return v / static_cast<C>(sm); });
+  }
+}
+
 template <bool Log>
 Tensor softmax_kernel(const char* op, const Tensor& x, const Shape& dims) {
   Tensor out = empty(x.sizes(), x.dtype());
   dispatch_floating_dtype(x.dtype(), op, [&]<typename T>() {
-    using C = kernels::compute_t<T>;
-    const Shape row_shape = reduction::reduced_shape(x.sizes(), dims, /*keepdim=*/true);
-    // m = max along dim [.., 1, ..]; a NaN anywhere in the row makes it NaN.
-    Tensor m = full(row_shape, -std::numeric_limits<C>::infinity(), dtype_of<C>());
-    reduce_elements<C, T>(m, x, dims, [](C acc, T v) {
-      const C u = convert<C>(v);
-      return u > acc || std::isnan(u) ? u : acc;
-    });
-    // e = exp(x - m) (in out when it has the compute type); s = sum of e, accumulated in double.
-    const Tensor e = std::is_same_v<T, C> ? out : empty(x.sizes(), dtype_of<C>());
-    map_elementwise<C, T, C>(e, {x, m}, [](T v, C mx) { return std::exp(convert<C>(v) - mx); });
-    Tensor s = zeros(row_shape, Dtype::Float64);
-    reduce_elements<double, C>(s, e, dims, [](double acc, C v) { return acc + v; });
-    if constexpr (Log) {
-      // out = x - m - log(s)
-      map_elementwise<double, double>(s, {s}, [](double v) { return std::log(v); });
-      map_elementwise<T, T, C, double>(out, {x, m, s}, [](T v, C mx, double ls) {
-        return convert<T>(convert<C>(v) - mx - static_cast<C>(ls));
-      });
+    if constexpr (kernels::is_16bit_v<T>) {
+      // Computed in float32 on x widened in bulk, every output rounded once: the 16-bit
+      // definition (compute from the exact float32 values, round once), the same bits.
+      Tensor x32 = empty(x.sizes(), Dtype::Float32);
+      kernels::convert16_into<T>(x32, x);
+      const Tensor y32 = Log ? empty(x.sizes(), Dtype::Float32) : x32;
+      softmax_compute<Log, float>(y32, x32, dims);
+      kernels::convert16_into<T>(out, y32);
     } else {
-      // out = e / s
-      map_elementwise<T, C, double>(
-          out, {e, s}, [](C v, double sm) { return convert<T>(v / static_cast<C>(sm)); });
+      softmax_compute<Log, T>(out, x, dims);
     }
   });
   return out;

@@ -241,5 +241,106 @@ TEST(Ops16Bit, CastsMatchTensorTo) {
   }
 }
 
+// Bits of x at index[...] along dim (x's shape without dim): the rows along dim, picked.
+std::vector<uint16_t> bits_at(const Tensor& x, int64_t dim, const Tensor& index) {
+  Shape perm;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d != dim) perm.push_back(d);
+  }
+  perm.push_back(dim);
+  const std::vector<uint16_t> rows = bits_of(x.permute(perm));
+  const std::vector<int64_t> at = index.to_vector<int64_t>();
+  std::vector<uint16_t> out;
+  for (size_t r = 0; r < at.size(); ++r) out.push_back(rows[r * x.size(dim) + at[r]]);
+  return out;
+}
+
+// Reductions of 16-bit inputs accumulate in float64 and round once from it: the same sums on the
+// float64 copies, rounded by Tensor::to. max and min select: the float32 copies' result.
+TEST(Ops16Bit, ReductionsRoundOnceFromFloat64) {
+  for (Dtype d : kDtypes) {
+    // Rows of 1,000 (three chunks and a tail of 232), finite and with specials.
+    const Tensor x = make16({3, 5, 1000}, d, 20, true), xs = make16({3, 5, 1000}, d, 21);
+    const Tensor expanded = make16({5, 1}, d, 22, true).expand({5, 300});  // stride 0
+    const std::vector<std::pair<Tensor, std::string>> inputs = {{x, "finite"},
+                                                                {xs, "specials"},
+                                                                {x.transpose(0, 2), "transposed"},
+                                                                {x.narrow(2, 3, 517), "narrowed"},
+                                                                {expanded, "expanded"}};
+    for (const auto& [in, what] : inputs) {
+      const Tensor in64 = in.to(Dtype::Float64);
+      const std::string where = what + " in " + std::string(dtype_name(d));
+      EXPECT_EQ(bits_of(sum(in)), bits_of(sum(in64).to(d))) << "sum all, " << where;
+      for (const Shape& dims : {Shape{0}, Shape{1}, Shape{-1}, Shape{0, in.dim() - 1}}) {
+        EXPECT_EQ(bits_of(sum(in, dims)), bits_of(sum(in64, dims).to(d))) << "sum, " << where;
+        EXPECT_EQ(bits_of(mean(in, dims, true)), bits_of(mean(in64, dims, true).to(d)))
+            << "mean, " << where;
+      }
+      EXPECT_EQ(bits_of(mean(in)), bits_of(mean(in64).to(d))) << "mean all, " << where;
+      for (int64_t dim = 0; dim < in.dim(); ++dim) {  // values are the input's bits
+        const auto [values, indices] = max(in, dim);
+        const auto [values32, indices32] = max(in.to(Dtype::Float32), dim);
+        EXPECT_EQ(bits_of(values), bits_at(in, dim, indices)) << "max(dim), " << where;
+        EXPECT_EQ(indices.to_vector<int64_t>(), indices32.to_vector<int64_t>())
+            << "max(dim) indices, " << where;
+        const auto [low, low_at] = min(in, dim);
+        const auto [low32, low_at32] = min(in.to(Dtype::Float32), dim);
+        EXPECT_EQ(low_at.to_vector<int64_t>(), low_at32.to_vector<int64_t>())
+            << "min(dim) indices, " << where;
+      }
+      expect_rounded_from(max(in), max(in.to(Dtype::Float32)), "max all, " + where);
+      expect_rounded_from(min(in), min(in.to(Dtype::Float32)), "min all, " + where);
+    }
+    // sum_to (broadcasting's gradient), and a sum that runs in parallel-sized input.
+    const Tensor big = make16({70001}, d, 23, true);
+    EXPECT_EQ(bits_of(sum(big)), bits_of(sum(big.to(Dtype::Float64)).to(d)));
+    EXPECT_EQ(bits_of(sum_to(x, {5, 1})), bits_of(sum_to(x.to(Dtype::Float64), {5, 1}).to(d)));
+  }
+}
+
+TEST(Ops16Bit, SoftmaxRoundsOnceFromFloat32) {
+  for (Dtype d : kDtypes) {
+    const Tensor x = make16({3, 5, 1000}, d, 24);  // specials: NaN and inf rows too
+    const Tensor big = make16({70001}, d, 25, true);
+    const std::vector<std::pair<Tensor, int64_t>> cases = {{x, 2},
+                                                           {x, 1},
+                                                           {x, 0},
+                                                           {x.transpose(0, 2), 0},
+                                                           {x.narrow(2, 1, 300), -1},
+                                                           {big, 0},
+                                                           {make16({}, d, 26), 0}};
+    for (const auto& [in, dim] : cases) {
+      const Tensor in32 = in.to(Dtype::Float32);
+      const std::string where = "dim " + std::to_string(dim) + " of " + std::to_string(in.dim()) +
+                                "-d " + std::string(dtype_name(d));
+      expect_rounded_from(softmax(in, dim), softmax(in32, dim), "softmax, " + where);
+      expect_rounded_from(log_softmax(in, dim), log_softmax(in32, dim), "log_softmax, " + where);
+    }
+  }
+}
+
+// The backwards are compositions of 16-bit ops, each rounding once: the same formulas on the
+// float32 copies, each step rounded (sums from float64), give the same bits.
+TEST(Ops16Bit, SoftmaxGradientsRoundEachStep) {
+  for (Dtype d : kDtypes) {
+    const auto r = [d](const Tensor& t) { return t.to(d).to(Dtype::Float32); };
+    const auto rsum = [d](const Tensor& t) {
+      return sum(t.to(Dtype::Float64), {1}, true).to(d).to(Dtype::Float32);
+    };
+    const Tensor x = make16({7, 777}, d, 27, true).requires_grad_();
+    const Tensor g = make16({7, 777}, d, 28, true), g32 = g.to(Dtype::Float32);
+    const Tensor y = softmax(x, 1), y32 = y.detach().to(Dtype::Float32);
+    const Tensor dx = autograd::grad({y}, {x}, {g})[0];
+    // y * (g - sum(g * y))
+    const Tensor want = mul(y32, r(sub(g32, rsum(r(mul(g32, y32))))));
+    expect_rounded_from(dx, want, "softmax backward in " + std::string(dtype_name(d)));
+    const Tensor ly = log_softmax(x, 1), ly32 = ly.detach().to(Dtype::Float32);
+    const Tensor ldx = autograd::grad({ly}, {x}, {g})[0];
+    // g - exp(y) * sum(g)
+    const Tensor lwant = sub(g32, r(mul(r(exp(ly32)), rsum(g32))));
+    expect_rounded_from(ldx, lwant, "log_softmax backward in " + std::string(dtype_name(d)));
+  }
+}
+
 }  // namespace
 }  // namespace aclgrad
