@@ -169,9 +169,10 @@ TEST(FastPathTbc, TransposedForwardOnTimeMajorViewsAddsBias) {
 }
 
 // The 16-bit and rounded forms (tbc_bf16 where the bf16 dot kernels run, tbc_convert for fp16,
-// USE_FP16 and HF32): several row tasks, column blocks with tails, odd channels (the bf16 pairs'
-// tails), odd batches (odd tap shifts and an odd last row in the weight gradient's row pairs), a
-// batch wider than one packing span, and a layout that is not time-major (the conv1d path).
+// USE_FP16 and HF32, tbc_gemm for USE_FP16 where our packed GEMM rounds as it packs): several row
+// tasks, column blocks with tails, odd channels (the bf16 pairs' tails), odd batches (odd tap
+// shifts and an odd last row in the weight gradient's row pairs), a batch wider than one packing
+// span, and a layout that is not time-major (the conv1d path).
 TEST(FastPathTbc, SixteenBitFormsMatchReference) {
   struct Dtype {
     aclDataType dt;
@@ -190,6 +191,14 @@ TEST(FastPathTbc, SixteenBitFormsMatchReference) {
       EXPECT_TRUE(acltest::CheckTbcBackward({g, Layout::kContiguous, d.dt, d.cube}));
       EXPECT_TRUE(acltest::CheckTbcForward({g, Layout::kContiguous, d.dt, d.cube}));
     }
+  }
+  // USE_FP16 on tbc_gemm: the operands rounded as the GEMM packs them (taps, source rows, x and dy
+  // of the weight gradient), at every size.
+  if (!acltest::PackedKernelsRun()) return;
+  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "tbc_gemm");
+  for (const naive::TbcGeom& g : geoms) {
+    EXPECT_TRUE(acltest::CheckTbcBackward({g, Layout::kContiguous, ACL_FLOAT, 2}));
+    EXPECT_TRUE(acltest::CheckTbcForward({g, Layout::kContiguous, ACL_FLOAT, 2}));
   }
 }
 
@@ -217,10 +226,11 @@ std::string Joined(const std::set<std::string>& names) {
 }
 
 // The time-major forms are registered algorithms (scope "all") that the planner picks by their
-// rules: tbc_gemm for fp32 views; tbc_amx for bf16 at every size where the AMX tiles run;
-// tbc_bf16 for bf16 from ~4M multiply-adds where the dot kernels run; tbc_convert for the other
-// float forms where our packed GEMM runs; none for views that are not time-major, and none while
-// ACLNN_CPU_CONV_ALGO forces another algorithm (which then runs on the time-major views).
+// rules: tbc_gemm for fp32 views (USE_FP16 too where our packed GEMM runs); tbc_amx for bf16 at
+// every size where the AMX tiles run; tbc_bf16 for bf16 from ~4M multiply-adds where the dot
+// kernels run; tbc_convert for the other float forms where our packed GEMM runs; none for views
+// that are not time-major, and none while ACLNN_CPU_CONV_ALGO forces another algorithm (which then
+// runs on the time-major views).
 TEST(FastPathTbc, PlannerPicksTheFormsByTheirRules) {
   using Names = std::set<std::string>;
   const naive::TbcGeom big{97, 9, 72, 68, 3, 1}, small{9, 3, 5, 7, 3, 1};
@@ -236,9 +246,13 @@ TEST(FastPathTbc, PlannerPicksTheFormsByTheirRules) {
   const Names permuted = TbcPlanAlgorithms({big, Layout::kPermuted});
   EXPECT_TRUE(no_form(permuted)) << Joined(permuted);
   for (acltest::TbcCase c : {acltest::TbcCase{small, Layout::kContiguous, ACL_FLOAT16},
-                             acltest::TbcCase{big, Layout::kContiguous, ACL_FLOAT, 2}}) {
+                             acltest::TbcCase{big, Layout::kContiguous, ACL_FLOAT, 1}}) {
     const Names got = TbcPlanAlgorithms(c);
     EXPECT_TRUE(packed ? got == Names{"tbc_convert"} : no_form(got)) << Joined(got);
+  }
+  for (const naive::TbcGeom& g : {big, small}) {  // USE_FP16: rounded as our GEMM packs
+    const Names got = TbcPlanAlgorithms({g, Layout::kContiguous, ACL_FLOAT, 2});
+    EXPECT_TRUE(packed ? got == Names{"tbc_gemm"} : no_form(got)) << Joined(got);
   }
   const Names bf16_big = TbcPlanAlgorithms({big, Layout::kContiguous, ACL_BF16});
   EXPECT_TRUE(amx      ? bf16_big == Names{"tbc_amx"}

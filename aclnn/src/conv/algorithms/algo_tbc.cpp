@@ -65,22 +65,26 @@ float* bias_of(const ConvJob& job, Primitive prim, const JobOperands& o) {
 }
 
 // tbc_gemm: fp32 views, taken wherever it applies. Our packed GEMM (and its scratch) from ~4M
-// multiply-adds (forced: always), like Problem::own_gemm; below, OpenBLAS on the rows.
+// multiply-adds (forced: always), like Problem::own_gemm; below, OpenBLAS on the rows. cubeMathType
+// USE_FP16 too, where our packed GEMM rounds the operands to fp16 as it packs them (always our
+// GEMM then: OpenBLAS cannot round), instead of tbc_convert's copy of every row it reads.
 constexpr double kTbcOwnGemmMinMacs = double(1 << 22);
 JobFit plan_gemm(const JobProblem& jp) {
   JobFit f;
   const ConvJob& j = *jp.job;
   if (!time_major_job(j, f)) return f;
-  if (j.round != Round::kNone || !dtypes_are(j, [](aclDataType d) { return d == ACL_FLOAT; })) {
-    f.reason = "needs fp32 views without operand rounding";
+  const bool fp16 = j.round == Round::kFp16 && gemm::packs_fp16() && gemm::pack_elems() > 0;
+  if ((j.round != Round::kNone && !fp16) ||
+      !dtypes_are(j, [](aclDataType d) { return d == ACL_FLOAT; })) {
+    f.reason = "needs fp32 views, unrounded or USE_FP16 on our packed GEMM";
     return f;
   }
   f.applies = f.preferred = true;
-  f.reason = "time-major 1-d views";
+  f.reason = fp16 ? "time-major 1-d views, fp16 rounding as packed" : "time-major 1-d views";
   const ConvGeometry& g = j.g;
   const double macs = static_cast<double>(g.N) * g.C_out * g.out[2] * g.C_in * g.k[2];
   const bool own_gemm =
-      gemm::pack_elems() > 0 && (macs >= kTbcOwnGemmMinMacs || any_algorithm_forced());
+      gemm::pack_elems() > 0 && (fp16 || macs >= kTbcOwnGemmMinMacs || any_algorithm_forced());
   f.scratch = tbc_gemm_scratch(j, own_gemm);
   return f;
 }

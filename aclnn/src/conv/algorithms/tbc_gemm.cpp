@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "conv/engine/half.h"
 #include "conv/engine/strided.h"
 #include "conv/algorithms/tbc_rows.h"
 #include "gemm/sgemm.h"
@@ -57,7 +58,8 @@ class PackedTaps final : public gemm::BPanels {
   const float* at_ = nullptr;
 };
 
-// Writes tap k of `taps` (M_k a strided [n_in, n_out] matrix) into PackedTaps' format.
+// Writes tap k of `taps` (M_k a strided [n_in, n_out] matrix) into PackedTaps' format, each
+// element rounded to fp16 where M_k is a Mat::fp16 operand (cubeMathType USE_FP16).
 template <typename Tap>
 void pack_taps(int64_t taps, Tap tap, int64_t n_in, int64_t n_out, float* dst) {
   const int64_t panels = tbc::ceil_div64(n_out, gemm::kPanelCols);
@@ -68,7 +70,8 @@ void pack_taps(int64_t taps, Tap tap, int64_t n_in, int64_t n_out, float* dst) {
     for (int64_t c = 0; c < n_in; ++c)
       for (int64_t j = 0; j < gemm::kPanelCols; ++j) {
         const int64_t col = p * gemm::kPanelCols + j;
-        d[c * gemm::kPanelCols + j] = col < n_out ? m.p[c * m.rs + col * m.cs] : 0.0f;
+        const float v = col < n_out ? m.p[c * m.rs + col * m.cs] : 0.0f;
+        d[c * gemm::kPanelCols + j] = m.fp16 ? round_to_half(v) : v;
       }
   });
 }
@@ -89,7 +92,8 @@ int64_t source_rows_elems(int64_t B, int64_t taps, int64_t n_in) {
 }
 
 // out[t] = init + sum_k in[t + shift(k)] . M_k for t in [0, T_out): out rows [T_out * B, n_out]
-// (ld_out), in rows [T_in * B, n_in] (ld_in), M_k a strided [n_in, n_out] matrix. `bias` (or null)
+// (ld_out), in rows [T_in * B, n_in] (in.rs; in.fp16: rounded to fp16 as packed, like the taps'
+// Mat::fp16), M_k a strided [n_in, n_out] matrix. `bias` (or null)
 // is the init of every row. With our packed GEMM (`pack`: slot_elems floats a slot, the GEMM's
 // scratch then the source rows), the taps are packed once into `taps_buf` first, and where
 // packs_rows_once a task packs the source rows of all its taps once (the data gradient packed dy
@@ -97,8 +101,8 @@ int64_t source_rows_elems(int64_t B, int64_t taps, int64_t n_in) {
 // bench/RESULTS.md, design tbc_gemm.pack-once).
 template <typename Shift, typename Tap>
 void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shift shift, Tap tap,
-                       float* out, int64_t ld_out, int64_t n_out, const float* in, int64_t ld_in,
-                       int64_t n_in, const View5* bias, int slots, int64_t slot_elems, float* pack,
+                       float* out, int64_t ld_out, int64_t n_out, gemm::Mat in, int64_t n_in,
+                       const View5* bias, int slots, int64_t slot_elems, float* pack,
                        float* taps_buf) {
   if (pack) pack_taps(taps, tap, n_in, n_out, taps_buf);
   int64_t s_lo = shift(0), s_hi = shift(0);  // the taps' extreme shifts
@@ -122,13 +126,14 @@ void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shi
     // rows_p: source time steps [u0, u1), every tap's rows of this task, packed once.
     const int64_t u0 = std::max<int64_t>(0, t0 + s_lo), u1 = std::min(T_in, t1 + s_hi);
     if (rows_p && u0 < u1)
-      gemm::pack_a_once((u1 - u0) * B, n_in, gemm::Mat{in + u0 * B * ld_in, ld_in, 1}, rows_p);
+      gemm::pack_a_once((u1 - u0) * B, n_in, gemm::Mat{in.p + u0 * B * in.rs, in.rs, 1, in.fp16},
+                        rows_p);
     PackedTaps packed(taps_buf, n_in, n_out);
     for (int64_t k = 0; k < taps; ++k) {
       const int64_t s = shift(k);  // in-time = out-time + s, valid while in [0, T_in)
       const int64_t a = std::max(t0, -s), b = std::min(t1, T_in - s);
       if (a >= b) continue;
-      const gemm::Mat rows{in + (a + s) * B * ld_in, ld_in, 1};
+      const gemm::Mat rows{in.p + (a + s) * B * in.rs, in.rs, 1, in.fp16};
       if (!pk) {
         gemm::sgemm((b - a) * B, n_out, n_in, rows, tap(k), true, out + a * B * ld_out, ld_out,
                     nullptr);
@@ -167,6 +172,7 @@ void weight_gradient(const ConvJob& j, int slots, int64_t slot_elems, float* pac
   const float* dy = rows_of(*j.y);
   const int64_t ldx = row_ld(*j.x), ldy = row_ld(*j.y), ldw = weight_ld(dw), s_k = eff(dw, 4, 0);
   const int64_t ob = tbc::weight_block(g.C_out, slots, kOutChannelsPerTask);
+  const bool fp16 = j.round == Round::kFp16;  // USE_FP16: x and dy rounded as the GEMM packs them
   parallel(tbc::ceil_div64(g.C_out, ob), [&](int64_t task) {
     float* pk = pack ? pack + slot_of(slots) * slot_elems : nullptr;
     const int64_t o0 = task * ob, no = std::min(g.C_out, o0 + ob) - o0;
@@ -184,8 +190,8 @@ void weight_gradient(const ConvJob& j, int slots, int64_t slot_elems, float* pac
         const int64_t sh = tbc::tap_shift(false, k, pad, B);
         const int64_t a = std::max(r0, -sh), b = std::min(r1, rows_in - sh);
         if (a >= b) continue;
-        gemm::sgemm(g.C_in, no, b - a, gemm::Mat{x + (a + sh) * ldx, 1, ldx},
-                    gemm::Mat{dy + a * ldy + o0, ldy, 1}, true, dwp + k * s_k + o0, ldw, pk);
+        gemm::sgemm(g.C_in, no, b - a, gemm::Mat{x + (a + sh) * ldx, 1, ldx, fp16},
+                    gemm::Mat{dy + a * ldy + o0, ldy, 1, fp16}, true, dwp + k * s_k + o0, ldw, pk);
       }
     }
     if (bias_out)
@@ -199,6 +205,7 @@ void run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, fl
              float* taps_buf, float* bias_out) {
   const ConvGeometry& g = j.g;
   const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
+  const bool fp16 = j.round == Round::kFp16;  // USE_FP16: every operand rounded as packed
   // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].
   if (prim == Primitive::kForward) {
     const View5& w = *j.w;
@@ -206,10 +213,11 @@ void run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, fl
     shifted_row_gemms(
         B, T_out, T, K, [&](int64_t k) { return k - pad; },
         [&](int64_t k) {
-          return gemm::Mat{wp + k * w.strides[4], weight_ld(w), 1};
+          return gemm::Mat{wp + k * w.strides[4], weight_ld(w), 1, fp16};
         },
-        rows_of(*j.out_y), row_ld(*j.out_y), g.C_out, rows_of(*j.x), row_ld(*j.x), g.C_in,
-        j.bias ? &*j.bias : nullptr, slots, slot_elems, pack, taps_buf);
+        rows_of(*j.out_y), row_ld(*j.out_y), g.C_out,
+        gemm::Mat{rows_of(*j.x), row_ld(*j.x), 1, fp16}, g.C_in, j.bias ? &*j.bias : nullptr, slots,
+        slot_elems, pack, taps_buf);
   }
   // dX[t'] = bias + sum_k dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]. The bias is the
   // transposed forward's (ConvJob adds it to out_x there); a backward job has none.
@@ -219,10 +227,11 @@ void run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, fl
     shifted_row_gemms(
         B, T, T_out, K, [&](int64_t k) { return pad - k; },
         [&](int64_t k) {
-          return gemm::Mat{wp + k * w.strides[4], 1, weight_ld(w)};
+          return gemm::Mat{wp + k * w.strides[4], 1, weight_ld(w), fp16};
         },
-        rows_of(*j.out_x), row_ld(*j.out_x), g.C_in, rows_of(*j.y), row_ld(*j.y), g.C_out,
-        j.bias ? &*j.bias : nullptr, slots, slot_elems, pack, taps_buf);
+        rows_of(*j.out_x), row_ld(*j.out_x), g.C_in,
+        gemm::Mat{rows_of(*j.y), row_ld(*j.y), 1, fp16}, g.C_out, j.bias ? &*j.bias : nullptr,
+        slots, slot_elems, pack, taps_buf);
   }
   // dW_k[:, o-block] = sum_t X[t + k - pad]^T . dY[t][:, o-block]: one GEMM per (tap, output
   // channel block) with all input channels as M, so each task packs its share of dY once.

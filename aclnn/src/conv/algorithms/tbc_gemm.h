@@ -10,7 +10,8 @@
 //
 // A row shifted outside [0, T*B) is a time step in the padding: it contributes nothing. Four
 // named forms (registered JobAlgorithms, job_algorithm.h), one per way of reading the operands:
-//   tbc_gemm     fp32 views as they are: our sgemm on the caller's rows (tbc_gemm.cpp).
+//   tbc_gemm     fp32 views as they are (USE_FP16: rounded as our sgemm packs them): our sgemm
+//                on the caller's rows (tbc_gemm.cpp).
 //   tbc_amx      bf16 views on the AMX tiles (tbc_amx.cpp), fp32 accumulation: forward and data
 //                one tile GEMM per task of rows with the taps concatenated along the reduction,
 //                the weight gradient accumulating tile GEMMs of X^T and dY per chunk of rows.
