@@ -334,10 +334,27 @@ int64_t compact_row(const TapGrid& tg, int64_t r) {
 // with pitch out[2] and x with its own layout.
 // With `sums` (the first input-channel block's tasks): gradBias[o] (sums[o], o < Cog) += the
 // block's dy, added as the transpose reads it.
+struct InPlaceBlock {
+  int64_t m16;          // Cog rounded up to 16: dy_t's and dwt's row length
+  const float* x;       // the sample's x block [nc, S_in], where it lies
+  int64_t nc;           // input channels of the block
+  const int64_t* xoff;  // [T] each tap's offset from its run's source position
+  const TapBox* box;    // [T] each tap's positions inside the input
+  float* stage;         // 8-bit dy: [Cog, positions]
+  float* dy_t;          // [positions, m16]
+  float* dwt;           // [T, nc, m16] += the block's products
+  WeightAhead* ahead;   // memory asked for over the kernel calls, or null
+  double* sums;         // gradBias sums [Cog], or null
+};
 void in_place_block(const ConvGeometry& g, const TapGrid& tg, int64_t r0, int64_t r1,
-                    const Source& dy, int64_t m16, const float* x, int64_t nc, const int64_t* xoff,
-                    const TapBox* box, float* stage, float* dy_t, float* dwt, WeightAhead* ahead,
-                    double* sums) {
+                    const Source& dy, const InPlaceBlock& blk) {
+  const int64_t m16 = blk.m16, nc = blk.nc;
+  const float* x = blk.x;
+  const int64_t* xoff = blk.xoff;
+  const TapBox* box = blk.box;
+  float *stage = blk.stage, *dy_t = blk.dy_t, *dwt = blk.dwt;
+  WeightAhead* ahead = blk.ahead;
+  double* sums = blk.sums;
   const int64_t n = tg.out[2], q0 = compact_row(tg, r0), Cog = g.cout_g();
   const int64_t positions = (compact_row(tg, r1) - q0) * n;
   if (positions <= 0) return;
@@ -438,8 +455,17 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
             if (in_place) {
               WeightAhead ahead;
               const bool ask = n + 1 < n1 && ahead_of_next(g, tg, b, o, n, grp, c0, nc, ahead);
-              in_place_block(g, tg, r0, r1, dy, m16, xs, nc, xoff, box, stage, dy_t, dwt,
-                             ask ? &ahead : nullptr, sums);
+              in_place_block(g, tg, r0, r1, dy,
+                             {.m16 = m16,
+                              .x = xs,
+                              .nc = nc,
+                              .xoff = xoff,
+                              .box = box,
+                              .stage = stage,
+                              .dy_t = dy_t,
+                              .dwt = dwt,
+                              .ahead = ask ? &ahead : nullptr,
+                              .sums = sums});
               continue;
             }
             dy_channels_last(tg, dy, S_out, Cog, r0, r1, m16, row, dy_t);

@@ -279,9 +279,24 @@ void band_pairs(const TapGrid& tg, const uint16_t* x, int64_t S_in, int64_t nc, 
 // ceil(out / 2) at a pitch of Wp / 2, of the rows that hold outputs (not those between 3d
 // planes): mnist2's 14 of 18 columns. Calls take about kWeightColsBf16 columns where the tiles
 // are whole (12 channels), else kWeightCols.
-void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, int64_t m16, int64_t nc, int64_t T,
-                  const int64_t* off, const TapBox* box, const uint32_t* xt, int64_t cb16,
-                  const uint32_t* dy2_t, float* dwt, WeightAhead* ahead) {
+struct BandBlock {
+  int64_t m16;            // Cog rounded up to 16: dy2_t's and dwt's row length
+  int64_t nc;             // input channels of the block
+  int64_t T;              // taps
+  const int64_t* off;     // [T] each tap's offset into xt (its parity, phase and shift)
+  const TapBox* box;      // [T] each tap's positions inside the input
+  const uint32_t* xt;     // band2_t: x pairs, channels-last [2][phase][plane / 2][cb16]
+  int64_t cb16;           // nc rounded up to 16: xt's row length
+  const uint32_t* dy2_t;  // dy pairs, channels-last [pairs][m16]
+  float* dwt;             // [T, nc, m16] += the block's products
+};
+void weight_block(const TapGrid& tg, int64_t r0, int64_t r1, const BandBlock& blk,
+                  WeightAhead* ahead) {
+  const int64_t m16 = blk.m16, nc = blk.nc, T = blk.T, cb16 = blk.cb16;
+  const int64_t* off = blk.off;
+  const TapBox* box = blk.box;
+  const uint32_t *xt = blk.xt, *dy2_t = blk.dy2_t;
+  float* dwt = blk.dwt;
   const int64_t Wp = tg.Wp(), Hp = tg.Hp();
   const int64_t pitch = Wp / 2, L2 = ceil_div(tg.out[2], 2);
   const int64_t cols = nc >= 12 ? kWeightColsBf16 : kWeightCols;
@@ -479,8 +494,17 @@ void backward_weight_bf16(const Problem& p, const Blocking& b, const Operands<fl
               ahead = ahead_of(tg, o.x16 + (nn * g.C_in + grp * Cig + c0) * S_in, S_in, nc,
                                o.y16 + (nn * g.C_out + grp * Cog) * S_out, S_out, Cog, nr0,
                                std::min(tg.rows(), nr0 + rows_b));
-            weight_block(tg, r0, r1, m16, nc, T, off, box,
-                         reinterpret_cast<const uint32_t*>(band2_t), cb16, dy2_t, dwt, &ahead);
+            weight_block(tg, r0, r1,
+                         {.m16 = m16,
+                          .nc = nc,
+                          .T = T,
+                          .off = off,
+                          .box = box,
+                          .xt = reinterpret_cast<const uint32_t*>(band2_t),
+                          .cb16 = cb16,
+                          .dy2_t = dy2_t,
+                          .dwt = dwt},
+                         &ahead);
           }
         }
         for (int64_t t = 0; t < T; ++t)  // dw[o][c*K + q_t] = dwt[t][c][o]

@@ -91,19 +91,42 @@ int64_t source_rows_elems(int64_t B, int64_t taps, int64_t n_in) {
   return packs_rows_once(B) ? gemm::packed_a_elems((task_steps(B) + taps - 1) * B, n_in) : 0;
 }
 
-// out[t] = init + sum_k in[t + shift(k)] . M_k for t in [0, T_out): out rows [T_out * B, n_out]
-// (ld_out), in rows [T_in * B, n_in] (in.rs; in.fp16: rounded to fp16 as packed, like the taps'
-// Mat::fp16), M_k a strided [n_in, n_out] matrix. `bias` (or null)
-// is the init of every row. With our packed GEMM (`pack`: slot_elems floats a slot, the GEMM's
-// scratch then the source rows), the taps are packed once into `taps_buf` first, and where
-// packs_rows_once a task packs the source rows of all its taps once (the data gradient packed dy
-// three times per task, its rows transposed into 8-row panels each time; measured:
-// bench/RESULTS.md, design tbc_gemm.pack-once).
+// The rows of one shifted_row_gemms call: out [T_out * B, n_out] (row stride ld_out) = init +
+// products of in [T_in * B, n_in] (in.rs; in.fp16: rounded to fp16 as packed); init = bias (a
+// [1, n_out] view) in every row, or zero.
+struct ShiftedRows {
+  float* out;
+  int64_t ld_out, n_out;
+  gemm::Mat in;
+  int64_t n_in;
+  const View5* bias;
+};
+// The scratch of a run: `pack` the slots' packing scratch (slot_elems floats apart; null:
+// OpenBLAS), `taps_buf` the shared packed weight taps, `slots` the executor's threads.
+struct TbcGemmScratch {
+  int slots;
+  int64_t slot_elems;
+  float* pack;
+  float* taps_buf;
+};
+
+// out[t] = init + sum_k in[t + shift(k)] . M_k for t in [0, T_out) (the rows of `rw`), M_k = tap(k)
+// a strided [n_in, n_out] matrix (Mat::fp16 like `in`). With our packed GEMM (`sc.pack`:
+// slot_elems floats a slot, the GEMM's scratch then the source rows), the taps are packed once
+// into `taps_buf` first, and where packs_rows_once a task packs the source rows of all its taps
+// once (the data gradient packed dy three times per task, its rows transposed into 8-row panels
+// each time; measured: bench/RESULTS.md, design tbc_gemm.pack-once).
 template <typename Shift, typename Tap>
 void shifted_row_gemms(int64_t B, int64_t T_out, int64_t T_in, int64_t taps, Shift shift, Tap tap,
-                       float* out, int64_t ld_out, int64_t n_out, gemm::Mat in, int64_t n_in,
-                       const View5* bias, int slots, int64_t slot_elems, float* pack,
-                       float* taps_buf) {
+                       const ShiftedRows& rw, const TbcGemmScratch& sc) {
+  float* const out = rw.out;
+  const int64_t ld_out = rw.ld_out, n_out = rw.n_out, n_in = rw.n_in;
+  const gemm::Mat in = rw.in;
+  const View5* const bias = rw.bias;
+  const int slots = sc.slots;
+  const int64_t slot_elems = sc.slot_elems;
+  float* const pack = sc.pack;
+  float* const taps_buf = sc.taps_buf;
   if (pack) pack_taps(taps, tap, n_in, n_out, taps_buf);
   int64_t s_lo = shift(0), s_hi = shift(0);  // the taps' extreme shifts
   for (int64_t k = 1; k < taps; ++k)
@@ -204,6 +227,8 @@ void weight_gradient(const ConvJob& j, int slots, int64_t slot_elems, float* pac
 void run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, float* pack,
              float* taps_buf, float* bias_out) {
   const ConvGeometry& g = j.g;
+  const TbcGemmScratch sc{slots, slot_elems, pack, taps_buf};
+  const View5* bias = j.bias ? &*j.bias : nullptr;
   const int64_t B = g.N, T = g.in[2], T_out = g.out[2], K = g.k[2], pad = g.pad_before[2];
   const bool fp16 = j.round == Round::kFp16;  // USE_FP16: every operand rounded as packed
   // Weight view [C_out, C_in, 1, 1, K] (strides s0 = 1, s1, s4): W_k(c, o) = w[o, c, k].
@@ -215,9 +240,13 @@ void run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, fl
         [&](int64_t k) {
           return gemm::Mat{wp + k * w.strides[4], weight_ld(w), 1, fp16};
         },
-        rows_of(*j.out_y), row_ld(*j.out_y), g.C_out,
-        gemm::Mat{rows_of(*j.x), row_ld(*j.x), 1, fp16}, g.C_in, j.bias ? &*j.bias : nullptr, slots,
-        slot_elems, pack, taps_buf);
+        ShiftedRows{.out = rows_of(*j.out_y),
+                    .ld_out = row_ld(*j.out_y),
+                    .n_out = g.C_out,
+                    .in = gemm::Mat{rows_of(*j.x), row_ld(*j.x), 1, fp16},
+                    .n_in = g.C_in,
+                    .bias = bias},
+        sc);
   }
   // dX[t'] = bias + sum_k dY[t' - k + pad] . W_k^T;  W_k^T(o, c) = w[o, c, k]. The bias is the
   // transposed forward's (ConvJob adds it to out_x there); a backward job has none.
@@ -229,9 +258,13 @@ void run_f32(const ConvJob& j, Primitive prim, int slots, int64_t slot_elems, fl
         [&](int64_t k) {
           return gemm::Mat{wp + k * w.strides[4], 1, weight_ld(w), fp16};
         },
-        rows_of(*j.out_x), row_ld(*j.out_x), g.C_in,
-        gemm::Mat{rows_of(*j.y), row_ld(*j.y), 1, fp16}, g.C_out, j.bias ? &*j.bias : nullptr,
-        slots, slot_elems, pack, taps_buf);
+        ShiftedRows{.out = rows_of(*j.out_x),
+                    .ld_out = row_ld(*j.out_x),
+                    .n_out = g.C_in,
+                    .in = gemm::Mat{rows_of(*j.y), row_ld(*j.y), 1, fp16},
+                    .n_in = g.C_out,
+                    .bias = bias},
+        sc);
   }
   // dW_k[:, o-block] = sum_t X[t + k - pad]^T . dY[t][:, o-block]: one GEMM per (tap, output
   // channel block) with all input channels as M, so each task packs its share of dY once.
