@@ -31,7 +31,7 @@ Problem flipped_problem(const Problem& p) {
 
 template <const Algorithm& Fwd, bool kNeedsWideInput>
 Fit plan(const Problem& p) {
-  if (!unit_stride(p.g)) return Fit{false, false, "needs unit stride", {}};
+  if (!p.g.unit_stride()) return Fit{false, false, "needs unit stride", {}};
   if (p.fp64 && !Fwd.run_f64) return Fit{false, false, "fp32 only", {}};
   Fit f = Fwd.plan(flipped_problem(p));
   if (!f.applies) return f;

@@ -32,7 +32,7 @@ Fit common(const Problem& p) {
   const ConvGeometry& g = p.g;
   if (p.fp64 || !p.packed_gemm()) {
     f.reason = "needs fp32 and AVX2 or AVX-512";
-  } else if (!unit_stride(g)) {
+  } else if (!g.unit_stride()) {
     f.reason = "needs unit stride";
   } else if (g.out_size() <= 0 || g.cout_g() <= 0 || g.cin_g() <= 0) {
     f.reason = "empty";

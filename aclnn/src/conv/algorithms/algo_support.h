@@ -109,9 +109,6 @@ int64_t chunk_columns(int64_t rows, int64_t total, int64_t elem_bytes, int64_t w
 // otherwise take the workspace past twice its largest tensor, the bound phase 1 keeps.
 int64_t chunk_columns(const Problem& p, int64_t rows, int64_t total, int64_t elem_bytes,
                       int64_t want);
-inline bool unit_stride(const ConvGeometry& g) {
-  return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
-}
 
 // backward_weight with GEMMs: input channels per task, enough blocks for 2 tasks per thread; in
 // fp32 among the sizes that still do that, the one wasting the least of the GEMM's last 48-column

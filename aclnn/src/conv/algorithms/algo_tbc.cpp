@@ -64,6 +64,17 @@ float* bias_of(const ConvJob& job, Primitive prim, const JobOperands& o) {
   return prim == Primitive::kBackwardWeight && fuses_bias(job) ? o.bias : nullptr;
 }
 
+// Every form's run: its body (tbc_gemm.h) on primitive `prim`, with gradBias where the weight
+// tasks sum it; returns whether they did.
+using TbcBody = void (*)(const ConvJob&, const TbcScratch&, Primitive, int, char*, float*);
+template <TbcBody kBody>
+bool run_form(const ConvJob& j, const Problem& p, const JobFit& f, Primitive prim,
+              const JobOperands& o) {
+  float* bias = bias_of(j, prim, o);
+  kBody(j, f.scratch, prim, p.slots, o.scratch, bias);
+  return bias != nullptr;
+}
+
 // tbc_gemm: fp32 views, taken wherever it applies. Our packed GEMM (and its scratch) from ~4M
 // multiply-adds (forced: always), like Problem::own_gemm; below, OpenBLAS on the rows. cubeMathType
 // USE_FP16 too, where our packed GEMM rounds the operands to fp16 as it packs them (always our
@@ -73,7 +84,7 @@ JobFit plan_gemm(const JobProblem& jp) {
   JobFit f;
   const ConvJob& j = *jp.job;
   if (!time_major_job(j, f)) return f;
-  const bool fp16 = j.round == Round::kFp16 && gemm::packs_fp16() && gemm::pack_elems() > 0;
+  const bool fp16 = j.round == Round::kFp16 && gemm::packs_fp16();
   if ((j.round != Round::kNone && !fp16) ||
       !dtypes_are(j, [](aclDataType d) { return d == ACL_FLOAT; })) {
     f.reason = "needs fp32 views, unrounded or USE_FP16 on our packed GEMM";
@@ -87,12 +98,6 @@ JobFit plan_gemm(const JobProblem& jp) {
       gemm::pack_elems() > 0 && (fp16 || macs >= kTbcOwnGemmMinMacs || any_algorithm_forced());
   f.scratch = tbc_gemm_scratch(j, own_gemm);
   return f;
-}
-bool run_gemm(const ConvJob& j, const Problem& p, const JobFit& f, Primitive prim,
-              const JobOperands& o) {
-  float* bias = bias_of(j, prim, o);
-  tbc_run_gemm(j, f.scratch, prim, p.slots, o.scratch, bias);
-  return bias != nullptr;
 }
 
 // tbc_amx: bf16 views (Problem::bf16: no fp16 rounding) on the AMX tiles, wherever the bf16_amx
@@ -112,12 +117,6 @@ JobFit plan_amx(const JobProblem& jp) {
   f.reason = "time-major 1-d bf16 views on the AMX tiles";
   f.scratch = tbc_amx_scratch(j, p.slots);
   return f;
-}
-bool run_amx(const ConvJob& j, const Problem& p, const JobFit& f, Primitive prim,
-             const JobOperands& o) {
-  float* bias = bias_of(j, prim, o);
-  tbc_run_amx(j, f.scratch, prim, p.slots, o.scratch, bias);
-  return bias != nullptr;
 }
 
 // tbc_bf16: bf16 views (Problem::bf16: no fp16 rounding) where the dot kernels run, preferred from
@@ -140,12 +139,6 @@ JobFit plan_bf16(const JobProblem& jp) {
   f.scratch = tbc_bf16_scratch(j, p.slots);
   return f;
 }
-bool run_bf16(const ConvJob& j, const Problem& p, const JobFit& f, Primitive prim,
-              const JobOperands& o) {
-  float* bias = bias_of(j, prim, o);
-  tbc_run_bf16(j, f.scratch, prim, p.slots, o.scratch, bias);
-  return bias != nullptr;
-}
 
 // tbc_convert: any float dtype or rounding, each task converting the rows it reads (our packed
 // GEMM: `needs`), so no whole-tensor copy is made. (bf16 on the AMX tiles is tbc_amx's, listed
@@ -164,32 +157,29 @@ JobFit plan_convert(const JobProblem& jp) {
   f.scratch = tbc_convert_scratch(j, p.slots);
   return f;
 }
-bool run_convert(const ConvJob& j, const Problem& p, const JobFit& f, Primitive prim,
-                 const JobOperands& o) {
-  float* bias = bias_of(j, prim, o);
-  tbc_run_convert(j, f.scratch, prim, p.slots, o.scratch, bias);
-  return bias != nullptr;
-}
 
 }  // namespace
 
 // ConvTbc's per-tap GEMMs split time steps by their own rule (tbc_gemm.h): "per-tap-gemms".
-const JobAlgorithm kTbcGemm{"tbc_gemm", JobScope::kAll, plan_gemm, run_gemm, "per-tap-gemms"};
+const JobAlgorithm kTbcGemm{"tbc_gemm", JobScope::kAll, plan_gemm, run_form<tbc_run_gemm>,
+                            "per-tap-gemms"};
 // tbc_amx: one tile GEMM per task of rows (the taps concatenated along the reduction), and per
 // chunk of rows and tap in the weight gradient. No `needs`: the tiles are the bf16_amx policy's.
 const JobAlgorithm kTbcAmx{"tbc_amx",
                            JobScope::kAll,
                            plan_amx,
-                           run_amx,
+                           run_form<tbc_run_amx>,
                            "amx-tap-panels",
                            /*needs=*/{},
                            /*bf16_only=*/true,
                            /*reads_sources=*/false,
                            Bf16Engine::kAmx};
-const JobAlgorithm kTbcBf16{"tbc_bf16",        JobScope::kAll,  plan_bf16,
-                            run_bf16,          "per-tap-gemms", /*needs=*/cpu::kAvx512Bf16Features,
+const JobAlgorithm kTbcBf16{"tbc_bf16",        JobScope::kAll,
+                            plan_bf16,         run_form<tbc_run_bf16>,
+                            "per-tap-gemms",   /*needs=*/cpu::kAvx512Bf16Features,
                             /*bf16_only=*/true};
-const JobAlgorithm kTbcConvert{"tbc_convert", JobScope::kAll,  plan_convert,
-                               run_convert,   "per-tap-gemms", /*needs=*/cpu::kAvx2Features};
+const JobAlgorithm kTbcConvert{"tbc_convert",   JobScope::kAll,
+                               plan_convert,    run_form<tbc_run_convert>,
+                               "per-tap-gemms", /*needs=*/cpu::kAvx2Features};
 
 }  // namespace aclnn_cpu::conv

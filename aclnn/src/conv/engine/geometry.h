@@ -38,6 +38,8 @@ struct ConvGeometry {
   // Rows of the im2col matrix of one group: (input channel, kernel tap) pairs.
   int64_t col_rows() const { return cin_g() * k_size(); }
 
+  bool unit_stride() const { return stride[0] == 1 && stride[1] == 1 && stride[2] == 1; }
+
   // A 1x1(x1) kernel with unit stride and no padding: the input of a group already *is* its
   // im2col matrix ([Cig, S] with S = in_size() = out_size()), so no column buffer is needed.
   bool pointwise() const {

@@ -185,10 +185,6 @@ bool correlate_plane(const Correlation& c, OutKind kind, void* out, const float*
   return true;
 }
 
-bool unit_stride_3d(const ConvGeometry& g) {
-  return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
-}
-
 // acc[q] += dy row vector v * x row vector v shifted by offx[q], both read through their masks.
 template <int KW>
 inline void masked_step(__m256 (&acc)[KW], const float* dyr, const float* xr, int64_t v,
@@ -292,7 +288,7 @@ namespace {
 // The data gradient as the correlation of dy with the flipped kernel (see depthwise_avx512.cpp).
 bool backward_data(const ConvGeometry& g, OutKind kind, void* dx, const float* dy,
                    int64_t dy_stride, const float* w, int64_t m) {
-  if (!unit_stride_3d(g)) return false;
+  if (!g.unit_stride()) return false;
   Correlation c;
   for (int d = 0; d < 3; ++d) {
     c.out[d] = g.in[d], c.in[d] = g.out[d], c.k[d] = g.k[d];
@@ -314,7 +310,7 @@ bool dw_plane_backward_data16_avx2(const ConvGeometry& g, bool bf16, uint16_t* d
 }
 
 bool dw_plane_forward_avx2(const ConvGeometry& g, float* y, const float* x, const float* w) {
-  if (!unit_stride_3d(g)) return false;
+  if (!g.unit_stride()) return false;
   Correlation c;
   for (int d = 0; d < 3; ++d) {
     c.out[d] = g.out[d], c.in[d] = g.in[d], c.k[d] = g.k[d];

@@ -130,10 +130,6 @@ bool correlate_plane(const Correlation& c, float* out, const float* in, int64_t 
   return true;
 }
 
-bool unit_stride_3d(const ConvGeometry& g) {
-  return g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
-}
-
 // The weight-gradient sums of one (dy plane, x plane) pair for the KW taps of one (kd, kh) row
 // of the kernel at once: each dy vector is loaded once and multiplied with KW shifted x loads,
 // into KW register accumulators (one pass over the planes per (kd, kh) instead of per tap).
@@ -207,7 +203,7 @@ bool dw_plane_tap_sums_avx512(const ConvGeometry& g, const float* dy, const floa
 
 bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float* dy,
                                    int64_t dy_stride, const float* w, int64_t m) {
-  if (!unit_stride_3d(g)) return false;
+  if (!g.unit_stride()) return false;
   Correlation c;
   for (int d = 0; d < 3; ++d) {
     c.out[d] = g.in[d], c.in[d] = g.out[d], c.k[d] = g.k[d];
@@ -217,7 +213,7 @@ bool dw_plane_backward_data_avx512(const ConvGeometry& g, float* dx, const float
 }
 
 bool dw_plane_forward_avx512(const ConvGeometry& g, float* y, const float* x, const float* w) {
-  if (!unit_stride_3d(g)) return false;
+  if (!g.unit_stride()) return false;
   Correlation c;
   for (int d = 0; d < 3; ++d) {
     c.out[d] = g.out[d], c.in[d] = g.in[d], c.k[d] = g.k[d];
