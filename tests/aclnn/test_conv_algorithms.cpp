@@ -331,8 +331,7 @@ TEST(ConvAlgorithmRegistry, ListsEveryPathWithItsPrimitivesAndWhereItRuns) {
     const char* primitive;
     bool runs_here;
   };
-  const bool packed = acltest::PackedKernelsRun();  // tbc_convert needs our packed GEMM
-  for (Expected e : {Expected{"tbc_gemm", "all", true}, Expected{"tbc_convert", "all", packed},
+  for (Expected e : {Expected{"tbc_gemm", "all", true}, Expected{"tbc_convert", "all", true},
                      Expected{"tbc_bf16", "all", acltest::Bf16DotRuns()},
                      Expected{"tbc_amx", "all", acltest::AmxTilesInForce() != "off"},
                      Expected{"depthwise_fused", "backward", true}}) {

@@ -140,9 +140,9 @@ JobFit plan_bf16(const JobProblem& jp) {
   return f;
 }
 
-// tbc_convert: any float dtype or rounding, each task converting the rows it reads (our packed
-// GEMM: `needs`), so no whole-tensor copy is made. (bf16 on the AMX tiles is tbc_amx's, listed
-// before it.)
+// tbc_convert: any float dtype or rounding, each task converting the rows it reads, so no
+// whole-tensor copy is made; at every tier (OpenBLAS on the converted panels at tier none). (bf16
+// on the AMX tiles is tbc_amx's, listed before it.)
 JobFit plan_convert(const JobProblem& jp) {
   JobFit f;
   const ConvJob& j = *jp.job;
@@ -178,8 +178,7 @@ const JobAlgorithm kTbcBf16{"tbc_bf16",        JobScope::kAll,
                             plan_bf16,         run_form<tbc_run_bf16>,
                             "per-tap-gemms",   /*needs=*/cpu::kAvx512Bf16Features,
                             /*bf16_only=*/true};
-const JobAlgorithm kTbcConvert{"tbc_convert",   JobScope::kAll,
-                               plan_convert,    run_form<tbc_run_convert>,
-                               "per-tap-gemms", /*needs=*/cpu::kAvx2Features};
+const JobAlgorithm kTbcConvert{"tbc_convert", JobScope::kAll, plan_convert,
+                               run_form<tbc_run_convert>, "per-tap-gemms"};
 
 }  // namespace aclnn_cpu::conv
