@@ -212,6 +212,14 @@ void avg_adjoint_plane(const PoolPlan& p, const T* go, T* gi) {
   });
 }
 
+// gi[idx[o]] += go[o] for every output with an input position (gi zeroed), in output order.
+template <typename T>
+void max_scatter_plane(const PoolPlan& p, const T* go, const int64_t* idx, T* gi) {
+  for (int64_t o = 0; o < p.out_plane(); ++o) {
+    if (idx[o] >= 0) gi[idx[o]] += go[o];
+  }
+}
+
 }  // namespace
 
 void avg_forward_kernel(const PoolPlan& p, const Tensor& x, const Tensor& y) {
@@ -234,19 +242,19 @@ void avg_adjoint_kernel(const PoolPlan& p, const Tensor& g, const Tensor& gi) {
   dispatch_floating_dtype(g.dtype(), p.op, [&]<typename T>() {
     const T* gp = g.data_ptr<T>();
     T* gip = gi.data_ptr<T>();
-    const bool disjoint = p.windows_disjoint();
     for_each_plane(p, [&](int64_t i) {
       T* plane = gip + i * p.in_plane();
       if constexpr (kernels::is_16bit_v<T>) {
-        if (disjoint) {  // one addition onto +0 per position: float sums rounded once
-          kernels::via_float32(
-              gp + i * p.out_plane(), p.out_plane(), plane, p.in_plane(),
-              [&](const float* g32, float* gi32) { avg_adjoint_plane(p, g32, gi32); });
-          return;
-        }
+        // The plane's gradient summed in float32 and each position rounded once, also where
+        // windows overlap and several shares add onto a position (rounding after each addition
+        // would lose up to a 16-bit ulp per share).
+        kernels::via_float32(
+            gp + i * p.out_plane(), p.out_plane(), plane, p.in_plane(),
+            [&](const float* g32, float* gi32) { avg_adjoint_plane(p, g32, gi32); });
+      } else {
+        std::fill_n(plane, p.in_plane(), T(0));  // zeroed by the task that adds into it
+        avg_adjoint_plane<T>(p, gp + i * p.out_plane(), plane);
       }
-      std::fill_n(plane, p.in_plane(), convert<T>(0.0));  // zeroed by the task that adds into it
-      avg_adjoint_plane<T>(p, gp + i * p.out_plane(), plane);
     });
   });
 }
@@ -274,29 +282,22 @@ void max_forward_kernel(const PoolPlan& p, const Tensor& x, const Tensor& y, con
 
 void max_scatter_kernel(const PoolPlan& p, const Tensor& g, const Tensor& idx, const Tensor& gi) {
   dispatch_floating_dtype(g.dtype(), p.op, [&]<typename T>() {
-    using C = kernels::compute_t<T>;
     const T* gp = g.data_ptr<T>();
     const int64_t* ip = idx.data_ptr<int64_t>();
     T* gip = gi.data_ptr<T>();
-    const bool disjoint = p.windows_disjoint();
     for_each_plane(p, [&](int64_t i) {
       const T* go = gp + i * p.out_plane();
       const int64_t* ix = ip + i * p.out_plane();
       T* dst = gip + i * p.in_plane();
       if constexpr (kernels::is_16bit_v<T>) {
-        if (disjoint) {  // one addition onto +0 per position: float sums rounded once
-          kernels::via_float32(go, p.out_plane(), dst, p.in_plane(),
-                               [&](const float* g, float* sum) {
-                                 for (int64_t o = 0; o < p.out_plane(); ++o) {
-                                   if (ix[o] >= 0) sum[ix[o]] = sum[ix[o]] + g[o];
-                                 }
-                               });
-          return;
-        }
-      }
-      std::fill_n(dst, p.in_plane(), convert<T>(0.0));  // zeroed by the task that scatters
-      for (int64_t o = 0; o < p.out_plane(); ++o) {
-        if (ix[o] >= 0) dst[ix[o]] = convert<T>(convert<C>(dst[ix[o]]) + convert<C>(go[o]));
+        // Summed in float32, each position rounded once (overlapping windows may route several
+        // gradients to one position).
+        kernels::via_float32(
+            go, p.out_plane(), dst, p.in_plane(),
+            [&](const float* g32, float* sum) { max_scatter_plane(p, g32, ix, sum); });
+      } else {
+        std::fill_n(dst, p.in_plane(), T(0));  // zeroed by the task that scatters
+        max_scatter_plane(p, go, ix, dst);
       }
     });
   });

@@ -1,8 +1,9 @@
 // Pooling's plane kernels (internal to ops/), run over every plane of a plan in parallel (oneTBB
 // splits the planes when there is enough work). Tensors are contiguous, in the plan's shapes
 // ([P, D, H, W] as the user's shape in, [P, D_out, H_out, W_out] out), of one floating dtype
-// (idx int64). float16 / bfloat16 planes are widened to float32 in bulk (ops/convert16) and each
-// output rounded once where that is the element-by-element definition's result.
+// (idx int64). float16 / bfloat16 planes are widened to float32 in bulk (ops/convert16), computed
+// by the float32 kernel and each output rounded once: the float32 op on the widened values,
+// rounded. The backwards thus sum a position's gradient in float32 also where windows overlap.
 #pragma once
 
 #include "ops/pool_plan.h"

@@ -38,11 +38,6 @@ struct PoolPlan {
   bool dense = false;
   std::array<int64_t, 3> kernel{1, 1, 1}, stride{1, 1, 1};
 
-  // Whether no two windows share an input position (dense, stride >= kernel on every axis): a
-  // backward scatter then adds at most once onto each position.
-  bool windows_disjoint() const {
-    return dense && stride[0] >= kernel[0] && stride[1] >= kernel[1] && stride[2] >= kernel[2];
-  }
   int64_t in_plane() const { return in[0] * in[1] * in[2]; }
   int64_t out_plane() const { return out[0] * out[1] * out[2]; }
   double divisor(const Window& a, const Window& b, const Window& c) const {

@@ -6,9 +6,13 @@
 // in parallel. ctest also runs these under ACLNN_CPU_MAX_ISA=avx2 and =none.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -185,36 +189,199 @@ TEST(Ops16Bit, BatchNormMatchesFloat32Rounded) {
   }
 }
 
-TEST(Ops16Bit, MaxPoolMatchesFloat32Rounded) {
+// ---- pooling ----
+// 16-bit pooling computes in float32 from the widened inputs and rounds each output once; the
+// backward accumulates grad_input in float32 too, also where windows overlap (kernel > stride,
+// adaptive pooling), so a position that several windows feed is rounded once, not after each
+// addition.
+
+// One pooling: kind 'm' max, 'a' avg, 'A' adaptive avg (2d, output size k); one entry per
+// spatial dim (s empty: s = k).
+struct Pool16 {
+  char kind;
+  Shape in, k, s = {}, p = {}, d = {};
+  bool ceil = false, include_pad = true;
+  std::optional<int64_t> divisor = std::nullopt;
+  int rank() const { return static_cast<int>(k.size()); }
+  Shape stride() const { return s.empty() ? k : s; }
+  Shape pad() const { return p.empty() ? Shape(k.size(), 0) : p; }
+  Shape dil() const { return d.empty() ? Shape(k.size(), 1) : d; }
+};
+
+std::string describe(const Pool16& c) {
+  const std::string in = std::string(1, c.kind) + " in=" + format_shape(c.in);
+  if (c.kind == 'A') return in + " out=" + format_shape(c.k);
+  return in + " k=" + format_shape(c.k) + " s=" + format_shape(c.stride()) +
+         " p=" + format_shape(c.pad()) + " d=" + format_shape(c.dil()) + (c.ceil ? " ceil" : "") +
+         (c.include_pad ? "" : " exclude_pad") + (c.divisor ? " divisor" : "");
+}
+
+Tensor run_pool(const Tensor& x, const Pool16& c) {
+  using Max =
+      Tensor (*)(const Tensor&, const Shape&, const Shape&, const Shape&, const Shape&, bool);
+  using Avg = Tensor (*)(const Tensor&, const Shape&, const Shape&, const Shape&, bool, bool,
+                         std::optional<int64_t>);
+  constexpr Max kMax[] = {max_pool1d, max_pool2d, max_pool3d};
+  constexpr Avg kAvg[] = {avg_pool1d, avg_pool2d, avg_pool3d};
+  if (c.kind == 'A') return adaptive_avg_pool2d(x, c.k);
+  if (c.kind == 'm') return kMax[c.rank() - 1](x, c.k, c.stride(), c.pad(), c.dil(), c.ceil);
+  return kAvg[c.rank() - 1](x, c.k, c.stride(), c.pad(), c.ceil, c.include_pad, c.divisor);
+}
+
+// Along one axis of input size n: each output's input positions (padding left out) and its
+// window's extent clipped to the padded input (count_include_pad's divisor factor).
+struct AxisWindows {
+  std::vector<std::vector<int64_t>> taps;
+  std::vector<int64_t> span;
+};
+
+AxisWindows axis_windows(const Pool16& c, int a, int64_t n) {
+  AxisWindows w;
+  if (c.kind == 'A') {  // output o averages [floor(o*n/out), ceil((o+1)*n/out))
+    for (int64_t o = 0, out = c.k[a]; o < out; ++o) {
+      w.taps.emplace_back();
+      for (int64_t i = o * n / out; i < ((o + 1) * n + out - 1) / out; ++i) w.taps[o].push_back(i);
+      w.span.push_back(static_cast<int64_t>(w.taps[o].size()));
+    }
+    return w;
+  }
+  const int64_t k = c.k[a], s = c.stride()[a], p = c.pad()[a], d = c.dil()[a];
+  int64_t out = (n + 2 * p - d * (k - 1) - 1 + (c.ceil ? s - 1 : 0)) / s + 1;
+  if (c.ceil && (out - 1) * s >= n + p) --out;  // the last window starts in the padding
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * s - p;
+    w.taps.emplace_back();
+    for (int64_t j = 0; j < k; ++j) {
+      if (start + j * d >= 0 && start + j * d < n) w.taps[o].push_back(start + j * d);
+    }
+    w.span.push_back(std::min(start + k, n + p) - start);
+  }
+  return w;
+}
+
+// dL/dx in float64 from the definitions: max sends g[o] to its window's first largest input, avg
+// spreads g[o] / divisor over the window's inputs. scale[i] = the sum of |contributions| to i.
+std::vector<double> ref_pool_grad(const Tensor& x, const Tensor& g, const Pool16& c,
+                                  std::vector<double>& scale) {
+  const int64_t lead = static_cast<int64_t>(c.in.size()) - c.rank();
+  std::array<AxisWindows, 3> w;
+  std::array<int64_t, 3> n{1, 1, 1};
+  for (int a = 0; a < 3; ++a) {
+    const int ax = a - (3 - c.rank());  // leading unit axes for 1d and 2d
+    w[a] = ax < 0 ? AxisWindows{{{0}}, {1}} : axis_windows(c, ax, n[a] = c.in[lead + ax]);
+  }
+  const std::vector<double> xv = x.to(Dtype::Float64).to_vector<double>();
+  const std::vector<double> gv = g.to(Dtype::Float64).to_vector<double>();
+  const int64_t plane = n[0] * n[1] * n[2];
+  std::vector<double> gi(xv.size(), 0.0);
+  scale.assign(xv.size(), 0.0);
+  size_t o = 0;
+  for (int64_t base = 0; base < static_cast<int64_t>(xv.size()); base += plane) {
+    for (size_t i = 0; i < w[0].taps.size(); ++i) {
+      for (size_t j = 0; j < w[1].taps.size(); ++j) {
+        for (size_t l = 0; l < w[2].taps.size(); ++l, ++o) {
+          std::vector<int64_t> taps;  // row-major window order
+          for (int64_t ti : w[0].taps[i]) {
+            for (int64_t tj : w[1].taps[j]) {
+              for (int64_t tl : w[2].taps[l]) taps.push_back(base + (ti * n[1] + tj) * n[2] + tl);
+            }
+          }
+          if (c.kind == 'm') {
+            int64_t best = taps[0];
+            for (int64_t t : taps) best = xv[t] > xv[best] ? t : best;
+            gi[best] += gv[o], scale[best] += std::abs(gv[o]);
+            continue;
+          }
+          const double div = c.divisor ? static_cast<double>(*c.divisor)
+                             : c.include_pad
+                                 ? static_cast<double>(w[0].span[i] * w[1].span[j] * w[2].span[l])
+                                 : static_cast<double>(taps.size());
+          for (int64_t t : taps) gi[t] += gv[o] / div, scale[t] += std::abs(gv[o] / div);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(o, gv.size()) << describe(c);
+  return gi;
+}
+
+// Overlapping windows (kernel > stride, dilated, padded, ceil_mode, adaptive), disjoint ones,
+// odd sizes, unbatched inputs, and enough planes to run in parallel.
+std::vector<Pool16> pool16_cases() {
+  return {
+      {.kind = 'm', .in = {2, 3, 29}, .k = {4}, .s = {1}},
+      {.kind = 'm', .in = {3, 31}, .k = {3}, .s = {2}, .p = {1}, .d = {2}},
+      {.kind = 'm', .in = {2, 3, 15, 17}, .k = {3, 3}, .s = {2, 2}},  // dense 3x3
+      {.kind = 'm', .in = {2, 3, 15, 17}, .k = {3, 3}, .s = {1, 1}},
+      {.kind = 'm', .in = {2, 3, 15, 17}, .k = {2, 2}},  // disjoint
+      {.kind = 'm', .in = {2, 3, 14, 16}, .k = {3, 3}, .s = {2, 2}, .p = {1, 1}, .ceil = true},
+      {.kind = 'm', .in = {2, 40, 31, 31}, .k = {3, 3}, .s = {2, 2}, .p = {1, 1}},  // ResNet's
+      {.kind = 'm', .in = {2, 2, 7, 9, 11}, .k = {3, 3, 3}, .s = {2, 2, 2}, .p = {1, 1, 1}},
+      {.kind = 'm', .in = {1, 3, 6, 7, 5}, .k = {2, 3, 3}, .s = {1, 2, 1}, .ceil = true},
+      {.kind = 'a', .in = {2, 3, 29}, .k = {5}, .s = {2}, .p = {2}},
+      {.kind = 'a', .in = {2, 3, 15, 17}, .k = {3, 3}, .s = {2, 2}, .p = {1, 1}},
+      {.kind = 'a', .in = {2, 3, 15, 17}, .k = {2, 2}},  // disjoint
+      {.kind = 'a',
+       .in = {2, 3, 14, 16},
+       .k = {3, 3},
+       .s = {2, 2},
+       .p = {1, 1},
+       .ceil = true,
+       .include_pad = false},
+      {.kind = 'a', .in = {3, 15, 17}, .k = {3, 2}, .s = {1, 1}, .divisor = 7},
+      {.kind = 'a', .in = {2, 40, 31, 31}, .k = {3, 3}, .s = {2, 2}, .p = {1, 1}},
+      {.kind = 'a', .in = {2, 2, 7, 9, 11}, .k = {3, 3, 3}, .s = {2, 2, 2}, .p = {1, 1, 1}},
+      {.kind = 'a',
+       .in = {1, 3, 6, 7, 5},
+       .k = {2, 3, 3},
+       .s = {1, 2, 1},
+       .ceil = true,
+       .include_pad = false},
+      {.kind = 'A', .in = {2, 3, 7, 9}, .k = {5, 4}},
+      {.kind = 'A', .in = {3, 15, 17}, .k = {7, 7}},
+  };
+}
+
+// Forward and backward, special values included: the float32 op on the widened copies, each
+// result rounded once.
+TEST(Ops16Bit, PoolingRoundsOnceFromFloat32) {
+  uint32_t seed = 100;
   for (Dtype d : kDtypes) {
-    for (const Shape& k : {Shape{2, 2}, Shape{3, 3}}) {
-      const Tensor x = make16({2, 3, 15, 17}, d, 14).requires_grad_();
+    for (const Pool16& c : pool16_cases()) {
+      const std::string what = describe(c) + " in " + std::string(dtype_name(d));
+      const Tensor x = make16(c.in, d, ++seed).requires_grad_();
       const Tensor x32 = x.detach().to(Dtype::Float32).requires_grad_();
-      const Tensor y = max_pool2d(x, k), y32 = max_pool2d(x32, k);
-      expect_rounded_from(y, y32, "max_pool2d forward");
-      // Windows do not overlap (stride = kernel): the backward sums in float32 too.
-      const Tensor g = make16(y.sizes(), d, 15);
+      const Tensor y = run_pool(x, c), y32 = run_pool(x32, c);
+      expect_rounded_from(y, y32, what + " forward");
+      const Tensor g = make16(y.sizes(), d, ++seed);
       expect_rounded_from(autograd::grad({y}, {x}, {g})[0],
                           autograd::grad({y32}, {x32}, {g.to(Dtype::Float32)})[0],
-                          "max_pool2d backward");
+                          what + " backward");
     }
   }
 }
 
-TEST(Ops16Bit, AvgPoolMatchesFloat32Rounded) {
+// Finite values: each gradient is the float64 one rounded once, up to float32's summation error
+// (a few float32 ulps of the summed magnitudes).
+TEST(Ops16Bit, PoolingGradientsWithinOneRoundingOfFloat64) {
+  uint32_t seed = 200;
   for (Dtype d : kDtypes) {
-    const Tensor x = make16({2, 3, 15, 17}, d, 18).requires_grad_();
-    const Tensor x32 = x.detach().to(Dtype::Float32).requires_grad_();
-    // Disjoint windows (the backward also sums in float32), and padded overlapping ones (the
-    // backward rounds after each addition, element by element: forward only here).
-    const Tensor y = avg_pool2d(x, {2, 2}), y32 = avg_pool2d(x32, {2, 2});
-    expect_rounded_from(y, y32, "avg_pool2d forward");
-    const Tensor g = make16(y.sizes(), d, 19);
-    expect_rounded_from(autograd::grad({y}, {x}, {g})[0],
-                        autograd::grad({y32}, {x32}, {g.to(Dtype::Float32)})[0],
-                        "avg_pool2d backward");
-    expect_rounded_from(avg_pool2d(x.detach(), {3, 3}, {2, 2}, {1, 1}),
-                        avg_pool2d(x32.detach(), {3, 3}, {2, 2}, {1, 1}), "avg_pool2d padded");
+    const double unit = d == Dtype::Float16 ? 0x1p-11 : 0x1p-8;  // half an ulp, relative
+    for (const Pool16& c : pool16_cases()) {
+      const std::string what = describe(c) + " in " + std::string(dtype_name(d));
+      const Tensor x = make16(c.in, d, ++seed, true).requires_grad_();
+      const Tensor y = run_pool(x, c);
+      const Tensor g = make16(y.sizes(), d, ++seed, true);
+      const std::vector<double> got =
+          autograd::grad({y}, {x}, {g})[0].to(Dtype::Float64).to_vector<double>();
+      std::vector<double> scale;
+      const std::vector<double> want = ref_pool_grad(x, g, c, scale);
+      ASSERT_EQ(got.size(), want.size()) << what;
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double tol = unit * std::abs(want[i]) + 0x1p-20 * scale[i] + 0x1p-25;
+        ASSERT_NEAR(got[i], want[i], tol) << what << ", element " << i;
+      }
+    }
   }
 }
 
