@@ -259,6 +259,42 @@ TEST(ConvAlgorithmPaths, Im2colWeightGathersLargePlanesFromTheSource) {
   EXPECT_GE(runs, 2u) << log.substr(0, 2000);
 }
 
+// A converting forward whose input is small beside its output (a first layer: 1 or 3 channels in,
+// 32 out) gathers its panels from a whole fp32 copy of x: implicit_gemm, as fp32 does, rather
+// than the chunked lowering that converts each element once per tap. Where our packed GEMM runs,
+// bf16, fp16 and USE_FP16 forwards of the main job's first layer plan implicit_gemm and match the
+// reference; a wide input (32 channels in, 32 out) keeps the chunked lowering.
+TEST(ConvAlgorithmPaths, ImplicitGemmForwardTakesSmallConvertedInputs) {
+  if (!acltest::PackedKernelsRun()) GTEST_SKIP() << "implicit_gemm needs our packed GEMM";
+  ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  struct Form {
+    aclDataType dt;
+    int cube;
+  };
+  for (Form f : {Form{ACL_BF16, 0}, Form{ACL_FLOAT16, 0}, Form{ACL_FLOAT, kUseFp16}}) {
+    ConvCase first = Case("first_layer",
+                          MakeGeom({48, 1, 28, 28}, {32, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), 40);
+    ConvCase wide = Case("wide_input",
+                         MakeGeom({4, 32, 14, 14}, {32, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), 41);
+    for (ConvCase* c : {&first, &wide}) {
+      c->x_dtype = c->w_dtype = c->gy_dtype = f.dt;
+      c->cube = f.cube;
+    }
+    ::testing::internal::CaptureStderr();
+    EXPECT_TRUE(acltest::CheckConvForward(first));
+    const std::string first_log = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(first_log.find(",forward,implicit_gemm,"), std::string::npos)
+        << "dtype " << f.dt << " cube " << f.cube << ":\n"
+        << first_log.substr(0, 2000);
+    ::testing::internal::CaptureStderr();
+    EXPECT_TRUE(acltest::CheckConvForward(wide));
+    const std::string wide_log = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(wide_log.find(",forward,implicit_gemm,"), std::string::npos)
+        << "dtype " << f.dt << " cube " << f.cube << ":\n"
+        << wide_log.substr(0, 2000);
+  }
+}
+
 // cl_direct's forward of stride 2 along rows (its taps split by residue, each walk with its own
 // edge columns) and of any stride along the outer dims, on the shapes the sweep leaves out: row
 // kernels of 1 to 7 taps (residues of 1 to 4 taps, and none: K = 1), rows longer than a tile,

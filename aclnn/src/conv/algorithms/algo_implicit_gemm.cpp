@@ -39,9 +39,24 @@ Fit common(const Problem& p) {
   return f;
 }
 
+// A converting forward whose input is small beside its output (a first layer: one or three input
+// channels, dozens of output channels): the fp32 copy of x (and of w) costs little time and
+// workspace against the output it feeds, and the panels then gather it as fp32. The chunked
+// lowering converted each element once per tap instead (the main job's first bf16 layer ran
+// 1.6x its fp32 time on im2col_gemm). Its copy then takes at most a quarter of the output's
+// elements' fp32 bytes: within the workspace bound of every output dtype.
+bool small_input_converted(const Problem& p) {
+  const ConvGeometry& g = p.g;
+  return p.converts && 4 * g.C_in * g.in_size() <= g.C_out * g.out_size();
+}
+
 Fit plan_forward(const Problem& p) {
   Fit f = common(p);
   const ConvGeometry& g = p.g;
+  if (f.applies && !f.preferred && p.macs() >= kOwnGemmMinMacs && small_input_converted(p)) {
+    f.preferred = true;
+    f.reason = "column panels gathered from the input's small fp32 copy";
+  }
   f.b.cols = block_size(g.out_size(), pieces_wanted(p));
   f.b.shared_elems = g.groups * gemm::packed_a_elems(g.cout_g(), g.col_rows());
   f.b.adds_bias = true;
