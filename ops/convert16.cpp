@@ -11,6 +11,7 @@
 #endif
 
 #include "aclnn/aclnn_cpu_isa.h"
+#include "tensor/bulk16.h"
 #include "tensor/error.h"
 
 namespace aclgrad::ops::convert16 {
@@ -268,5 +269,16 @@ void narrow(Variant v, const float* src, Half* dst, int64_t n) {
 void narrow(Variant v, const float* src, BFloat16* dst, int64_t n) {
   kernels_of(v).narrow_bf16(src, bits(dst), n);
 }
+
+// Tensor::to and copy_ between float32 and the 16-bit types (tensor/copy.cpp) convert contiguous
+// runs with these. Installing takes the addresses only: the variant is picked at the first call.
+const bool kInstalledForTensors = [] {
+  install_bulk16_converters(
+      {.widen_half = static_cast<void (*)(const Half*, float*, int64_t)>(&widen),
+       .widen_bf16 = static_cast<void (*)(const BFloat16*, float*, int64_t)>(&widen),
+       .narrow_half = static_cast<void (*)(const float*, Half*, int64_t)>(&narrow),
+       .narrow_bf16 = static_cast<void (*)(const float*, BFloat16*, int64_t)>(&narrow)});
+  return true;
+}();
 
 }  // namespace aclgrad::ops::convert16

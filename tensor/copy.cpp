@@ -1,14 +1,41 @@
 // Data movement of Tensor: copy_, fill_, contiguous, clone, to. All go through for_each_strided
 // (in parallel for large tensors: every element is written once, from its own source element).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <type_traits>
 
+#include "tensor/bulk16.h"
 #include "tensor/creation.h"
+#include "tensor/error.h"
 #include "tensor/iter.h"
 
 namespace aclgrad {
 
 namespace {
+
+// The installed bulk conversions (bulk16.h): null until ops/ installs its own.
+std::atomic<const Bulk16Converters*> g_bulk16{nullptr};
+
+// dst[i] = To(src[i]) for a contiguous run of n, through the installed bulk conversion where one
+// serves this pair of types; false: none does.
+template <typename To, typename From>
+bool bulk_convert(int64_t n, To* dst, const From* src) {
+  const Bulk16Converters* c = g_bulk16.load(std::memory_order_acquire);
+  if (!c) return false;
+  if constexpr (std::is_same_v<To, float> && std::is_same_v<From, Half>) {
+    c->widen_half(src, dst, n);
+  } else if constexpr (std::is_same_v<To, float> && std::is_same_v<From, BFloat16>) {
+    c->widen_bf16(src, dst, n);
+  } else if constexpr (std::is_same_v<To, Half> && std::is_same_v<From, float>) {
+    c->narrow_half(src, dst, n);
+  } else if constexpr (std::is_same_v<To, BFloat16> && std::is_same_v<From, float>) {
+    c->narrow_bf16(src, dst, n);
+  } else {
+    return false;
+  }
+  return true;
+}
 
 // Same-dtype copy by element width: memcpy for contiguous runs, a broadcast store for a
 // stride-0 source, a strided loop otherwise.
@@ -30,6 +57,7 @@ void copy_convert(int64_t n, char* o, const char* in, const int64_t* s) {
   if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
     To* op = reinterpret_cast<To*>(o);
     const From* ip = reinterpret_cast<const From*>(in);
+    if (bulk_convert(n, op, ip)) return;
     for (int64_t i = 0; i < n; ++i) op[i] = convert<To>(ip[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) {
@@ -106,6 +134,19 @@ void copy_into(const Tensor& dst, Tensor src) {
 }
 
 }  // namespace
+
+void install_bulk16_converters(const Bulk16Converters& c) {
+  check(c.widen_half && c.widen_bf16 && c.narrow_half && c.narrow_bf16,
+        "install_bulk16_converters: every conversion must be set");
+  // Kept for the process (installed once or a few times at start-up).
+  g_bulk16.store(new Bulk16Converters(c), std::memory_order_release);
+}
+
+const Bulk16Converters& bulk16_converters() {
+  static const Bulk16Converters kNone;
+  const Bulk16Converters* c = g_bulk16.load(std::memory_order_acquire);
+  return c ? *c : kNone;
+}
 
 const Tensor& Tensor::copy_(const Tensor& src) const {
   copy_into(*this, src);

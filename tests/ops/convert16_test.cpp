@@ -6,12 +6,15 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "aclnn/aclnn_cpu_isa.h"
 #include "ops/convert16.h"
+#include "tensor/bulk16.h"
+#include "tensor/creation.h"
 #include "tensor/error.h"
 
 namespace aclgrad {
@@ -166,6 +169,44 @@ TEST(Convert16, FloatToBf16SubnormalVectors) {
       ASSERT_EQ(out[i].bits, BFloat16(in[i]).bits) << where(v, i, std::bit_cast<uint32_t>(in[i]));
     }
   }
+}
+
+// Tensor::to and copy_ (tensor/) convert contiguous runs with ops' bulk conversions, installed when
+// ops is linked in, and give the scalar conversions' bits, contiguous or strided (a transposed
+// view's runs are strided and take the scalar loop).
+template <typename T>
+void expect_tensor_to_exact(Dtype dt, bool half) {
+  const std::vector<uint32_t> inputs = edge_floats(half);
+  const int64_t cols = 1024, rows = static_cast<int64_t>(inputs.size()) / cols;
+  std::vector<float> values(static_cast<size_t>(rows * cols));
+  std::memcpy(values.data(), inputs.data(), values.size() * sizeof(float));
+  const Tensor f32 = from_vector(values, {rows, cols}, Dtype::Float32);
+  for (const Tensor& src : {f32, f32.t()}) {
+    const Tensor narrow = src.to(dt).contiguous();
+    const Tensor wide = narrow.to(Dtype::Float32).contiguous();
+    const Tensor src_c = src.contiguous();
+    const float* in = src_c.data_ptr<float>();
+    const T* got = narrow.data_ptr<T>();
+    const float* back = wide.data_ptr<float>();
+    for (int64_t i = 0; i < src.numel(); ++i) {
+      const T want(in[i]);
+      ASSERT_EQ(got[i].bits, want.bits) << "element " << i;
+      ASSERT_EQ(std::bit_cast<uint32_t>(back[i]), std::bit_cast<uint32_t>(static_cast<float>(want)))
+          << "element " << i;
+    }
+  }
+}
+
+TEST(Convert16, TensorToUsesTheBulkConversions) {
+  const Bulk16Converters& c = bulk16_converters();
+  EXPECT_TRUE(c.widen_half && c.widen_bf16 && c.narrow_half && c.narrow_bf16)
+      << "ops/convert16 did not install its conversions for Tensor::to";
+  expect_tensor_to_exact<Half>(Dtype::Float16, true);
+  expect_tensor_to_exact<BFloat16>(Dtype::BFloat16, false);
+}
+
+TEST(Convert16, InstallRefusesMissingConversions) {
+  EXPECT_THROW(install_bulk16_converters({}), Error);
 }
 
 }  // namespace
