@@ -1,8 +1,12 @@
 #include "autograd/node.h"
 
+#include <algorithm>
+#include <array>
+
 #include "autograd/error.h"
 #include "autograd/function.h"
 #include "autograd/meta.h"
+#include "tensor/bulk16.h"
 #include "tensor/creation.h"
 #include "tensor/iter.h"
 
@@ -181,14 +185,51 @@ class GradSumBackward final : public Node {
 };
 
 // out = a + b elementwise (same shapes), computing float16/bfloat16 in float32.
+// out = a + b for 16-bit T, each sum in float32 rounded once, a chunk of a run at a time through
+// the bulk conversions (tensor/bulk16.h): the same bits as element by element, which made a
+// 16-bit leaf's gradient accumulation half of a linear layer's backward. Strided runs (a
+// transposed gradient) are gathered into and scattered from 16-bit chunks first.
+template <typename T>
+void add16_into(const Tensor& out, const Tensor& a, const Tensor& b) {
+  for_each_strided(
+      out, {a, b},
+      [](int64_t n, char* o, const char* const* in, const int64_t* s) {
+        constexpr int64_t kChunk = 256;
+        alignas(64) float x[kChunk], y[kChunk];
+        alignas(64) T staged[kChunk];
+        // (out may be a: each chunk is read before it is written)
+        auto widen_run = [&](const char* p, int64_t stride, int64_t m, float* dst) {
+          if (stride == sizeof(T)) return widen16(reinterpret_cast<const T*>(p), dst, m);
+          for (int64_t k = 0; k < m; ++k) staged[k] = *reinterpret_cast<const T*>(p + k * stride);
+          widen16(staged, dst, m);
+        };
+        for (int64_t i = 0; i < n; i += kChunk) {
+          const int64_t m = std::min(kChunk, n - i);
+          widen_run(in[0] + i * s[1], s[1], m, x);
+          widen_run(in[1] + i * s[2], s[2], m, y);
+          for (int64_t k = 0; k < m; ++k) x[k] += y[k];
+          char* dst = o + i * s[0];
+          if (s[0] == sizeof(T)) {
+            narrow16(x, reinterpret_cast<T*>(dst), m);
+            continue;
+          }
+          narrow16(x, staged, m);
+          for (int64_t k = 0; k < m; ++k) *reinterpret_cast<T*>(dst + k * s[0]) = staged[k];
+        }
+      },
+      Parallel::Yes);
+}
+
 void add_into(const Tensor& out, const Tensor& a, const Tensor& b) {
   dispatch_floating_dtype(a.dtype(), "add_gradients", [&]<typename T>() {
-    map_elementwise<T, T, T>(out, {a, b}, [](T x, T y) {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-        return x + y;
-      else
-        return convert<T>(convert<float>(x) + convert<float>(y));
-    });
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      map_elementwise<T, T, T>(out, {a, b}, [](T x, T y) { return x + y; });
+    } else {
+      const std::array<Tensor, 2> ins{a, b};
+      const std::array<Dtype, 3> dtypes{dtype_of<T>(), dtype_of<T>(), dtype_of<T>()};
+      detail::check_operand_dtypes("add_gradients", out, ins, dtypes);
+      add16_into<T>(out, a, b);
+    }
   });
 }
 

@@ -1,40 +1,31 @@
 // Data movement of Tensor: copy_, fill_, contiguous, clone, to. All go through for_each_strided
 // (in parallel for large tensors: every element is written once, from its own source element).
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <type_traits>
 
 #include "tensor/bulk16.h"
 #include "tensor/creation.h"
-#include "tensor/error.h"
 #include "tensor/iter.h"
 
 namespace aclgrad {
 
 namespace {
 
-// The installed bulk conversions (bulk16.h): null until ops/ installs its own.
-std::atomic<const Bulk16Converters*> g_bulk16{nullptr};
-
-// dst[i] = To(src[i]) for a contiguous run of n, through the installed bulk conversion where one
-// serves this pair of types; false: none does.
+// dst[i] = To(src[i]) for a contiguous run of n, through bulk16.h's conversions where the pair
+// of types is float32 and a 16-bit type; false: another pair.
 template <typename To, typename From>
 bool bulk_convert(int64_t n, To* dst, const From* src) {
-  const Bulk16Converters* c = g_bulk16.load(std::memory_order_acquire);
-  if (!c) return false;
-  if constexpr (std::is_same_v<To, float> && std::is_same_v<From, Half>) {
-    c->widen_half(src, dst, n);
-  } else if constexpr (std::is_same_v<To, float> && std::is_same_v<From, BFloat16>) {
-    c->widen_bf16(src, dst, n);
-  } else if constexpr (std::is_same_v<To, Half> && std::is_same_v<From, float>) {
-    c->narrow_half(src, dst, n);
-  } else if constexpr (std::is_same_v<To, BFloat16> && std::is_same_v<From, float>) {
-    c->narrow_bf16(src, dst, n);
-  } else {
-    return false;
+  constexpr bool kWiden =
+      std::is_same_v<To, float> && (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>);
+  constexpr bool kNarrow =
+      std::is_same_v<From, float> && (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>);
+  if constexpr (kWiden) {
+    widen16(src, dst, n);
+  } else if constexpr (kNarrow) {
+    narrow16(src, dst, n);
   }
-  return true;
+  return kWiden || kNarrow;
 }
 
 // Same-dtype copy by element width: memcpy for contiguous runs, a broadcast store for a
@@ -134,19 +125,6 @@ void copy_into(const Tensor& dst, Tensor src) {
 }
 
 }  // namespace
-
-void install_bulk16_converters(const Bulk16Converters& c) {
-  check(c.widen_half && c.widen_bf16 && c.narrow_half && c.narrow_bf16,
-        "install_bulk16_converters: every conversion must be set");
-  // Kept for the process (installed once or a few times at start-up).
-  g_bulk16.store(new Bulk16Converters(c), std::memory_order_release);
-}
-
-const Bulk16Converters& bulk16_converters() {
-  static const Bulk16Converters kNone;
-  const Bulk16Converters* c = g_bulk16.load(std::memory_order_acquire);
-  return c ? *c : kNone;
-}
 
 const Tensor& Tensor::copy_(const Tensor& src) const {
   copy_into(*this, src);

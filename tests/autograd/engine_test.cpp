@@ -9,6 +9,7 @@
 #include "autograd/function.h"
 #include "ops/ops.h"
 #include "tensor/creation.h"
+#include "tensor/half.h"
 #include "tests/autograd/test_util.h"
 
 namespace aclgrad {
@@ -411,6 +412,37 @@ TEST(EngineDeep, A100kOpChainWithSavedTensorsIsDestroyedIteratively) {
   EXPECT_FALSE(first.expired());
   y = Tensor();  // nodes hold saved inputs whose grad_fn is the previous node
   EXPECT_TRUE(first.expired());
+}
+
+// 16-bit gradients add in float32 and round once (the bulk conversions on contiguous runs,
+// chunks gathered from strided ones): a leaf reached twice in one backward, once through a
+// transpose (the sum of a contiguous and a strided gradient), then accumulated into .grad by a
+// second backward; against the sums computed element by element here.
+TEST(Engine, SixteenBitGradientSumsRoundOnce) {
+  for (Dtype dt : {Dtype::Float16, Dtype::BFloat16}) {
+    manual_seed(7);
+    const int64_t rows = 40, cols = 300;
+    const Tensor g1 = randn({rows, cols}).to(dt), g2 = randn({cols, rows}).to(dt);
+    const Tensor g3 = randn({rows, cols}).to(dt);
+    Tensor x = randn({rows, cols}).to(dt);
+    x.requires_grad_();
+    autograd::backward({mul(x, 1.0), transpose(x, 0, 1)}, {g1, g2});
+    autograd::backward({mul(x, 1.0)}, {g3});
+    const std::vector<double> got = x.grad().to(Dtype::Float64).contiguous().to_vector<double>();
+    const std::vector<double> a = g1.to(Dtype::Float64).to_vector<double>();
+    const std::vector<double> b = g2.to(Dtype::Float64).to_vector<double>();
+    const std::vector<double> c = g3.to(Dtype::Float64).to_vector<double>();
+    auto round16 = [dt](float v) {
+      return dt == Dtype::Float16 ? static_cast<float>(Half(v)) : static_cast<float>(BFloat16(v));
+    };
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        const float s1 = static_cast<float>(a[i * cols + j]) + static_cast<float>(b[j * rows + i]);
+        const float s2 = round16(s1) + static_cast<float>(c[i * cols + j]);
+        ASSERT_EQ(got[i * cols + j], static_cast<double>(round16(s2)))
+            << "dtype " << static_cast<int>(dt) << " at " << i << ", " << j;
+      }
+  }
 }
 
 }  // namespace
