@@ -2,7 +2,10 @@
 // software model, on every machine), against the float64 reference:
 //   - amx_gemm's weight gradient packs each dy chunk once for all its input-channel blocks, in
 //     steps of chunks (algo_amx_gemm.cpp: DySteps); a panel reused past its chunk, or a step's
-//     panels left from the step before, multiplies the wrong dy and fails the comparison.
+//     panels left from the step before, multiplies the wrong dy and fails the comparison;
+//   - tbc_amx's weight gradient transposes a chunk's band of x rows once for all taps and packs
+//     each tap's A panels from it (tbc_amx.cpp: band_rows); a band left from the chunk before, or
+//     a tap's window taken at the wrong offset in it, multiplies the wrong x rows.
 // The geometries are run at 1 to 4 threads (the blocks, batch ranges and chunks change with the
 // slots) and under ACLNN_CPU_SMALL_BLOCKS=1 (chunks of 32 columns, one chunk a step), and the
 // plan lines are checked to show the blockings the test is meant to reach.
@@ -15,6 +18,7 @@
 
 #include "support/acl_test_util.h"
 #include "support/conv_case.h"
+#include "support/tbc_case.h"
 
 namespace {
 
@@ -90,6 +94,34 @@ TEST(AmxPackReuse, GemmWeightDyChunksAcrossChannelBlocks) {
               several_blocks_and_chunks, runs, one_block_several_ranges);
   EXPECT_GE(several_blocks_and_chunks, runs / 2);
   EXPECT_GE(one_block_several_ranges, 4);
+}
+
+// (T, B, C_in, C_out, K, pad): several chunks of 256 output rows with edge taps, the band of
+// 256 + (K - 1) B rows for B = 32, 9 (odd), 1, 24 and 64, several C_out blocks (150 > 128, and
+// at 2 and 3 threads); and without a band: B = 300 (the taps' windows apart) and B = 200 with
+// K = 5 (a band of 1,056 rows, past 1,024).
+TEST(AmxPackReuse, TbcWeightBandAcrossTaps) {
+  if (acltest::AmxTilesInForce() == "off") GTEST_SKIP() << "no AMX tiles in this library";
+  ScopedEnv force("ACLNN_CPU_CONV_ALGO", "tbc_amx");
+  ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  const naive::TbcGeom geoms[] = {{20, 32, 40, 150, 3, 1}, {70, 9, 67, 70, 3, 2},
+                                  {600, 1, 33, 20, 5, 0},  {30, 24, 16, 40, 6, 3},
+                                  {40, 64, 20, 30, 4, 1},  {10, 300, 17, 33, 3, 1},
+                                  {12, 200, 9, 18, 5, 2}};
+  ::testing::internal::CaptureStderr();
+  size_t want = 0;
+  for (int threads = 1; threads <= 3; ++threads)
+    for (const naive::TbcGeom& g : geoms) {
+      bool ok = false;
+      tbb::task_arena(threads).execute([&] {
+        ok = acltest::CheckTbcBackward({g, acltest::Layout::kContiguous, ACL_BF16});
+      });
+      EXPECT_TRUE(ok) << g.Describe() << ", " << threads << " threads";
+      want += 1;  // the gradWeight plan line
+    }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(acltest::VerbosePlanLines(log, ",tbc_amx,").size(), 2 * want);  // and gradInput's
+  EXPECT_EQ(acltest::VerbosePlanLines(log).size(), 2 * want) << log.substr(0, 2000);
 }
 
 }  // namespace
