@@ -3,6 +3,7 @@
 // definition, the kernel on the model against a float64 reference and against the definition bit
 // for bit on edge shapes (every machine), and the instructions against the model where the CPU
 // has AMX and Linux grants the tile data. The sources under test are compiled in.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -167,6 +168,52 @@ TEST(AmxGemm, ModelMatchesTheDefinitionAndFloat64OnEdgeShapes) {
         EXPECT_EQ(inexact, 0) << "elements not as defined";
         EXPECT_EQ(beyond, 0) << "elements beyond the fp32 error bound";
       }
+    }
+  }
+}
+
+// The packers put every element where amx_gemm.h's layouts say and zeros in the padding, for a
+// matrix read with contiguous k (cs = 1: copied in runs), transposed and through a row gap
+// (gathered): every panel element is written (the buffer starts as 0xffff, not a bf16 here).
+TEST(AmxPack, PanelsHoldTheMatrixAndZerosAtEveryStride) {
+  const Shape shapes[] = {{1, 1, 1},    {15, 17, 31}, {16, 16, 32}, {17, 15, 33},
+                          {33, 48, 64}, {5, 70, 2},   {64, 3, 65}};
+  uint32_t seed = 100;
+  for (const Shape& s : shapes) {
+    const int64_t M = s.M, N = s.N, K = s.K, gap = 5;
+    const std::vector<uint16_t> v = RandomBf16((std::max(M, N) + gap) * (K + gap), seed++);
+    struct View {
+      int64_t rs, cs;  // of the [rows, cols] matrix packed
+    };
+    // A [M, K]: rows, rows with a gap, the transpose of [K, M] (k strided).
+    for (View a : {View{K, 1}, View{K + gap, 1}, View{1, M}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "A " << M << "x" << K << " rs " << a.rs << " cs " << a.cs);
+      std::vector<uint16_t> Ap(gemm::amx_packed_a_elems(M, K), 0xffff);
+      gemm::amx_pack_a(M, K, {v.data(), a.rs, a.cs}, Ap.data());
+      const int64_t kb = gemm::amx_round_up(K, 32) / 32;
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < static_cast<int64_t>(Ap.size()); ++i) {
+        const int64_t c = i % 32, r = i / 32 % 16, k = i / 512 % kb, panel = i / 512 / kb;
+        const int64_t m = panel * 16 + r, kk = k * 32 + c;
+        wrong += Ap[i] != (m < M && kk < K ? v[m * a.rs + kk * a.cs] : uint16_t{0});
+      }
+      EXPECT_EQ(wrong, 0);
+    }
+    // B [K, N]: rows (n contiguous), rows with a gap, the transpose of [N, K] (n strided).
+    for (View b : {View{N, 1}, View{N + gap, 1}, View{1, K}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "B " << K << "x" << N << " rs " << b.rs << " cs " << b.cs);
+      std::vector<uint16_t> Bp(gemm::amx_packed_b_elems(K, N), 0xffff);
+      gemm::amx_pack_b(K, N, {v.data(), b.rs, b.cs}, Bp.data());
+      const int64_t kb = gemm::amx_round_up(K, 32) / 32;
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < static_cast<int64_t>(Bp.size()); ++i) {
+        const int64_t h = i % 2, n = i / 2 % 16, p = i / 32 % 16, k = i / 512 % kb;
+        const int64_t panel = i / 512 / kb, kk = k * 32 + 2 * p + h, nn = panel * 16 + n;
+        wrong += Bp[i] != (kk < K && nn < N ? v[kk * b.rs + nn * b.cs] : uint16_t{0});
+      }
+      EXPECT_EQ(wrong, 0);
     }
   }
 }

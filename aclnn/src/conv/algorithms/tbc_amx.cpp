@@ -11,13 +11,19 @@
 //                    panels. The fp32 result (slot scratch) gets the bias and is rounded once into
 //                    the output's dtype.
 //   weight           per C_out block task (every tap), per chunk of 256 output rows: the block's
-//                    dy rows packed once as VNNI B panels, then per tap A = X^T (a strided view of
-//                    the shifted x rows) packed as A panels and dwt[k] [C_in][block] += A . B
-//                    (accumulating GEMM). A tap whose shifted rows leave the input in a chunk (the
+//                    dy rows packed once as VNNI B panels, then per tap A = X^T of the shifted x
+//                    rows packed as A panels and dwt[k] [C_in][block] += A . B (accumulating
+//                    GEMM). The taps' x rows overlap (tap k + 1's are tap k's moved B rows on), so
+//                    where B is small enough (band_rows) the chunk's band of x rows, 256 + (K-1) B
+//                    at most, is transposed once into [C_in][rows] and each tap's A panels are
+//                    copied from it in runs of 32 rows; the transposition (a gather across rows)
+//                    is then done once a chunk rather than K times. The A panels hold the same
+//                    bytes either way. A tap whose shifted rows leave the input in a chunk (the
 //                    first and last chunks, taps other than pad) runs on the rows that exist, with
-//                    those dy rows packed again. The task also sums its dy rows into the bias
-//                    gradient (double, row order). Chunks and taps run in a fixed order: results
-//                    do not depend on the thread count.
+//                    those dy rows packed again (a window of VNNI panels at an offset is not a
+//                    panel set the kernel can read: its panels are K blocks apart). The task also
+//                    sums its dy rows into the bias gradient (double, row order). Chunks and taps
+//                    run in a fixed order: results do not depend on the thread count.
 //
 // Why the taps are concatenated rather than run as per-tap GEMMs with accumulate: one GEMM keeps
 // every tap's products in the same fp32 tiles and stores each C tile once, where K accumulating
@@ -47,6 +53,7 @@ constexpr int64_t kRowsSlotBytes = int64_t{1} << 20;  // forward / data: A panel
 constexpr int64_t kMaxRowsPerTask = 512;
 constexpr int64_t kWeightRows = 256;          // weight gradient: rows per chunk (a multiple of 32)
 constexpr int64_t kOutChannelsPerTask = 128;  // weight gradient: C_out per task (at most)
+constexpr int64_t kMaxBandRows = 1024;        // weight gradient: transposed x rows per chunk
 
 // The forward (data = false) or backward_data GEMM of every task: out rows [rows_out, N] from the
 // concatenated taps, K * Cp reduction channels.
@@ -85,13 +92,23 @@ int64_t weight_panel_bytes(const TapGemm& t) {
 int64_t weight_block_of(const ConvJob& j, int slots) {
   return weight_block(j.g.C_out, slots, kOutChannelsPerTask);
 }
+// Weight gradient: the x rows of a chunk's taps transposed once (a band of up to 256 + (K - 1) B
+// rows, every tap's window in it) where that is less than the taps' K windows of 256 and at most
+// kMaxBandRows; 0: each tap's A panels are gathered from the rows themselves.
+int64_t band_rows(const ConvJob& j) {
+  const int64_t K = j.g.k[2], rows = kWeightRows + (K - 1) * j.g.N;
+  return K > 1 && rows < K * kWeightRows && rows <= kMaxBandRows ? rows : 0;
+}
+
 // Weight-gradient slot: dwt [K][C_in][block] fp32, A panels of X^T [C_in, 256], two B panels of
-// dy [256, block] (the chunk's, and the rows of a tap that leaves the input).
+// dy [256, block] (the chunk's, and the rows of a tap that leaves the input), and the band of
+// transposed x rows [C_in][band_rows] (if any).
 int64_t weight_slot_bytes(const ConvJob& j, int slots) {
   const int64_t ob = weight_block_of(j, slots);
   return align64(j.g.k[2] * j.g.C_in * ob * 4) +
          align64(gemm::amx_packed_a_elems(j.g.C_in, kWeightRows) * 2) +
-         2 * align64(gemm::amx_packed_b_elems(kWeightRows, ob) * 2);
+         2 * align64(gemm::amx_packed_b_elems(kWeightRows, ob) * 2) +
+         align64(j.g.C_in * band_rows(j) * 2);
 }
 
 // dst[i] = src[i] as the output's dtype (fp32, fp16 or bf16, to nearest even), i < n.
@@ -187,6 +204,20 @@ void store_weights(const ConvJob& j, int64_t o0, int64_t no, const float* dwt) {
   }
 }
 
+// xt[c * ld + r - lo] = x[r][c] for rows [lo, hi) and c < C: the transposition amx_pack_a's
+// strided gather of X^T does, once for a chunk's taps; 32 rows at a time, so that the rows read
+// stay in cache while the channels are written along.
+void transpose_rows(const Rows<const uint16_t>& x, int64_t lo, int64_t hi, int64_t C, uint16_t* xt,
+                    int64_t ld) {
+  for (int64_t r0 = lo; r0 < hi; r0 += 32) {
+    const int64_t n = std::min<int64_t>(32, hi - r0);
+    for (int64_t c = 0; c < C; ++c) {
+      uint16_t* dst = xt + c * ld + (r0 - lo);
+      for (int64_t i = 0; i < n; ++i) dst[i] = x.row(r0 + i)[c];
+    }
+  }
+}
+
 // dW_k[:, o-block] = sum_r X[r + (k - pad) B]^T . dY[r][o-block] for every tap k of one
 // output-channel block task, over chunks of kWeightRows output rows (see the top of this file).
 void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base, float* bias_out) {
@@ -194,7 +225,7 @@ void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base
   const int64_t B = g.N, K = g.k[2], pad = g.pad_before[2], Ci = g.C_in;
   const int64_t rows_in = g.in[2] * B, rows_out = g.out[2] * B;
   const Rows<const uint16_t> x = rows<const uint16_t>(*j.x), dy = rows<const uint16_t>(*j.y);
-  const int64_t ob = weight_block_of(j, slots);
+  const int64_t ob = weight_block_of(j, slots), band_ld = band_rows(j);
   const int64_t a_bytes = align64(gemm::amx_packed_a_elems(Ci, kWeightRows) * 2);
   const int64_t b_bytes = align64(gemm::amx_packed_b_elems(kWeightRows, ob) * 2);
   parallel(ceil_div64(g.C_out, ob), [&](int64_t task) {
@@ -205,6 +236,7 @@ void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base
     uint16_t* ap = reinterpret_cast<uint16_t*>(panels);                 // X^T of one tap
     uint16_t* chunk_b = reinterpret_cast<uint16_t*>(panels + a_bytes);  // dy rows of the chunk
     uint16_t* edge_b = reinterpret_cast<uint16_t*>(panels + a_bytes + b_bytes);
+    uint16_t* band = reinterpret_cast<uint16_t*>(panels + a_bytes + 2 * b_bytes);  // [Ci][band_ld]
     std::fill(dwt, dwt + K * Ci * no, 0.0f);
     double db[kOutChannelsPerTask] = {};  // bias gradient: sum of dy rows, in row order
     for (int64_t r0 = 0; r0 < rows_out; r0 += kWeightRows) {
@@ -215,6 +247,10 @@ void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base
           const uint16_t* d = dy.row(r) + o0;
           for (int64_t o = 0; o < no; ++o) db[o] += bf16_to_float(d[o]);
         }
+      // The x rows of every tap's window: [r0 + shift_0, r1 + shift_K-1) within the input.
+      const int64_t lo = std::max<int64_t>(0, r0 + tap_shift(false, 0, pad, B));
+      const int64_t hi = std::min(rows_in, r1 + tap_shift(false, K - 1, pad, B));
+      if (band_ld > 0) transpose_rows(x, lo, hi, Ci, band, band_ld);
       for (int64_t k = 0; k < K; ++k) {
         const int64_t shift = tap_shift(false, k, pad, B);
         const int64_t a = std::max(r0, -shift), b = std::min(r1, rows_in - shift);
@@ -224,7 +260,10 @@ void run_weight(const ConvJob& j, int slots, int64_t slot_bytes, char* slot_base
           gemm::amx_pack_b(b - a, no, Bf16Mat{dy.row(a) + o0, dy.ld, 1}, edge_b);
           bp = edge_b;
         }
-        gemm::amx_pack_a(Ci, b - a, Bf16Mat{x.row(a + shift), 1, x.ld}, ap);
+        // A = X^T of the tap's rows: from the band (rows contiguous per channel), or gathered.
+        const Bf16Mat xt = band_ld > 0 ? Bf16Mat{band + (a + shift - lo), band_ld, 1}
+                                       : Bf16Mat{x.row(a + shift), 1, x.ld};
+        gemm::amx_pack_a(Ci, b - a, xt, ap);
         gemm::amx_gemm_bf16(Ci, no, b - a, ap, bp, dwt + k * Ci * no, no, true);
       }
     }
