@@ -2,9 +2,10 @@
 """Our own dtypes against our fp32, case by case, in one run.
 
 The targets "fp16 and cubeMathType USE_FP16 >= 0.9x our fp32 on every case, on every tier" and
-"bf16 >= 0.9x our fp32 on AVX2-only CPUs" compare one build with itself. Each round runs, per case,
-one process that times fp32 and the chosen dtypes back to back (so a slow spell of the shared
-machine falls on all of them), the order of the cases alternating between rounds. Prints per-case
+"bf16 >= 0.9x our fp32 on AVX2-only CPUs" compare one build with itself. Each round times, per
+case, fp32 and the chosen dtypes back to back (so a slow spell of the shared machine falls on all
+of them), each form in its own process, the order of the forms rotating and that of the cases
+alternating between rounds. Prints per-case
 medians, the speed ratio dtype / fp32 (fp32 time / dtype time: above 1 is faster) and the geometric
 means, naming the CPU and the ISA tier in force (ACLNN_CPU_MAX_ISA caps it, as in ctest).
 
@@ -43,14 +44,16 @@ def main():
     if not cases:
         ap.error("--filter %r matches no case" % args.filter)
     times = {}  # (case, dtype) -> [ms per round]
+    forms = ["f32"] + dtypes
     for rnd in range(args.rounds):
         order = cases if rnd % 2 == 0 else list(reversed(cases))
         for case in order:
-            alts = "|".join(re.escape(DTYPE_SUFFIX[d]) for d in dtypes)
-            got = run_once(args.bench, "^%s(%s)?$" % (re.escape(case), alts), args.threads,
-                           args.min_time)
-            for d in ["f32"] + dtypes:
-                times.setdefault((case, d), []).append(got[case + DTYPE_SUFFIX[d]])
+            # One process per form, the forms' order rotating by round: a form timed first in
+            # a process (or always after another) would carry that position's bias.
+            for d in forms[rnd % len(forms):] + forms[:rnd % len(forms)]:
+                name = case + DTYPE_SUFFIX[d]
+                got = run_once(args.bench, "^%s$" % re.escape(name), args.threads, args.min_time)
+                times.setdefault((case, d), []).append(got[name])
     print("# CPU: %s" % cpu_name())
     print("# ACLNN_CPU_MAX_ISA=%s, threads %d, rounds %d (medians, ms; ratio = fp32 time / dtype "
           "time)" % (os.environ.get("ACLNN_CPU_MAX_ISA", "(unset)"), args.threads, args.rounds))
