@@ -284,17 +284,7 @@ void backward_weight(const Problem& p, const Blocking& b, const Operands<float>&
                      d.in_task ? nullptr : panels + rg * d.units * d.panel, grp, c0, nc, dst);
     });
   }
-  if (R <= 1) return;
-  const int64_t total = g.C_out * rows;
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 4096),
-                    [&](const tbb::blocked_range<int64_t>& r) {
-                      for (int64_t e = r.begin(); e != r.end(); ++e) {
-                        float acc = o.out[e];
-                        for (int64_t k = 0; k + 1 < R; ++k)
-                          acc += o.partials[k * b.partial_elems + e];
-                        o.out[e] = acc;
-                      }
-                    });
+  add_weight_partials(p, b, o);
 }
 
 }  // namespace

@@ -130,6 +130,24 @@ inline int64_t even_cblock(const Problem& p, int64_t cap) {
   return ceil_div(c, blocks);
 }
 
+// dw (o.out, C_out x Cig*K) += the b.ranges - 1 partials, in range order (each element's partials
+// added in the same order whatever the threads: deterministic).
+template <typename T>
+void add_weight_partials(const Problem& p, const Blocking& b, const Operands<T>& o) {
+  const int64_t R = b.ranges;
+  if (R <= 1) return;
+  const int64_t total = p.g.C_out * p.g.col_rows();
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 4096),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t e = r.begin(); e != r.end(); ++e) {
+                        T acc = o.out[e];
+                        for (int64_t k = 0; k + 1 < R; ++k)
+                          acc += o.partials[k * b.partial_elems + e];
+                        o.out[e] = acc;
+                      }
+                    });
+}
+
 // Runs body(n0, n1, grp, c0, nc, dst) for every weight-gradient task (batch range, group, channel
 // block): dst = the [Cog, nc*K] block (row stride Cig*K) of dw (first range) or of its partial,
 // zeroed before the call; then adds the partials to dw in range order.
@@ -145,17 +163,7 @@ void for_weight_tasks(const Problem& p, const Blocking& b, const Operands<T>& o,
     for (int64_t i = 0; i < Cog; ++i) std::fill(dst + i * rows, dst + i * rows + nc * K, T(0));
     if (nc > 0) body(g.N * r / R, g.N * (r + 1) / R, grp, c0, nc, dst);
   });
-  if (R <= 1) return;
-  const int64_t total = g.C_out * rows;
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 4096),
-                    [&](const tbb::blocked_range<int64_t>& r) {
-                      for (int64_t e = r.begin(); e != r.end(); ++e) {
-                        T acc = o.out[e];
-                        for (int64_t k = 0; k + 1 < R; ++k)
-                          acc += o.partials[k * b.partial_elems + e];
-                        o.out[e] = acc;
-                      }
-                    });
+  add_weight_partials(p, b, o);
 }
 
 // gradBias in a weight pass that sums it as it reads dy (Blocking::sums_bias): one double per
