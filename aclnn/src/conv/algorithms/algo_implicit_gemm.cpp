@@ -20,7 +20,18 @@ namespace {
 
 constexpr double kOwnGemmMinMacs = double(1 << 22);
 
-Fit common(const Problem& p) {
+// A converting forward whose input is small beside its output (a first layer: one or three input
+// channels, dozens of output channels): the fp32 copy of x (and of w) costs little time and
+// workspace against the output it feeds, and the panels then gather it as fp32. The chunked
+// lowering converted each element once per tap instead (the main job's first bf16 layer ran
+// 1.6x its fp32 time on im2col_gemm). Its copy then takes at most a quarter of the output's
+// elements' fp32 bytes: within the workspace bound of every output dtype.
+bool small_input(const ConvGeometry& g) {
+  return 4 * g.C_in * g.in_size() <= g.C_out * g.out_size();
+}
+
+// `copy_is_small`: converting inputs are copied whole into fp32 cheaply (small_input).
+Fit common(const Problem& p, bool copy_is_small) {
   Fit f;
   if (p.fp64 || !p.packed_gemm()) {
     f.reason = "needs fp32 and AVX2 or AVX-512";
@@ -29,34 +40,20 @@ Fit common(const Problem& p) {
   f.applies = true;
   f.preferred = p.macs() >= kOwnGemmMinMacs;
   f.reason = f.preferred ? "column panels gathered from the input" : "below 4M multiply-adds";
-  // Its panels gather fp32 only: other inputs would need whole fp32 copies (workspace beyond 2x
-  // the largest 16-bit tensor), where the chunked lowerings convert as they gather.
+  // Its panels gather fp32 only: other inputs need whole fp32 copies (in general workspace beyond
+  // 2x the largest 16-bit tensor), where the chunked lowerings convert as they gather.
   if (f.preferred && p.converts) {
-    f.preferred = false;
-    f.reason = "reads fp32 only: converting inputs take the chunked lowerings";
+    f.preferred = copy_is_small;
+    f.reason = copy_is_small ? "column panels gathered from the input's small fp32 copy"
+                             : "reads fp32 only: converting inputs take the chunked lowerings";
   }
   f.b.pack_elems = gemm::pack_elems();
   return f;
 }
 
-// A converting forward whose input is small beside its output (a first layer: one or three input
-// channels, dozens of output channels): the fp32 copy of x (and of w) costs little time and
-// workspace against the output it feeds, and the panels then gather it as fp32. The chunked
-// lowering converted each element once per tap instead (the main job's first bf16 layer ran
-// 1.6x its fp32 time on im2col_gemm). Its copy then takes at most a quarter of the output's
-// elements' fp32 bytes: within the workspace bound of every output dtype.
-bool small_input_converted(const Problem& p) {
-  const ConvGeometry& g = p.g;
-  return p.converts && 4 * g.C_in * g.in_size() <= g.C_out * g.out_size();
-}
-
 Fit plan_forward(const Problem& p) {
-  Fit f = common(p);
   const ConvGeometry& g = p.g;
-  if (f.applies && !f.preferred && p.macs() >= kOwnGemmMinMacs && small_input_converted(p)) {
-    f.preferred = true;
-    f.reason = "column panels gathered from the input's small fp32 copy";
-  }
+  Fit f = common(p, small_input(g));
   f.b.cols = block_size(g.out_size(), pieces_wanted(p));
   f.b.shared_elems = g.groups * gemm::packed_a_elems(g.cout_g(), g.col_rows());
   f.b.adds_bias = true;
@@ -64,7 +61,7 @@ Fit plan_forward(const Problem& p) {
 }
 
 Fit plan_weight(const Problem& p) {
-  Fit f = common(p);
+  Fit f = common(p, false);
   if (f.preferred && p.g.stride[2] != 1) {
     f.preferred = false;
     f.reason = "W stride != 1: rows are not vector runs";

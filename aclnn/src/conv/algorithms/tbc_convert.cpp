@@ -1,6 +1,7 @@
 // tbc_convert (tbc_gemm.h): time-major convolutions whose operands are not fp32 as computed (fp16,
 // bf16 without the dot kernels, cubeMathType USE_FP16 / HF32 rounding), on our fp32 sgemm (OpenBLAS
-// at tier none, where the conversions are the scalar ones). Nothing
+// at tier none, where sgemm leaves the slot's packing part unused and the conversions are the
+// scalar ones). Nothing
 // is converted whole: each task converts the rows it is about to multiply (Source::convert, the
 // vector conversions with the operand rounding) into fp32 panels of its scratch slot, and rounds
 // its fp32 results into the output's dtype as it writes them.
@@ -50,12 +51,6 @@ void store(const float* src, int64_t n, aclDataType dtype, char* dst) {
   } else {
     narrow16(dtype == ACL_BF16, src, n, reinterpret_cast<uint16_t*>(dst));
   }
-}
-
-// The sgemm scratch of a slot starting at `slot`: its packing part, or null where our packed GEMM
-// does not run (tier none: OpenBLAS multiplies the converted panels; pack_elems is then 0).
-float* gemm_scratch(const TbcScratch& s, float* slot) {
-  return s.pack_elems > 0 ? slot : nullptr;
 }
 
 // Floats of one slot: GEMM packing, then the primitive's panels (the largest of the requested).
@@ -133,7 +128,7 @@ void run_rows(const ConvJob& j, bool data, const TbcScratch& s, int slots, char*
       for (int64_t r = a; r < b; ++r)
         source_of(p.in_v, j.round, (r + sh) * ld_in).convert(p.C, 1, in_p + (r - a) * p.C);
       gemm::sgemm(b - a, p.N, p.C, gemm::Mat{in_p, p.C, 1}, gemm::Mat{wk + k * p.C * p.N, p.N, 1},
-                  true, out_p + (a - r0) * p.N, p.N, gemm_scratch(s, pk));
+                  true, out_p + (a - r0) * p.N, p.N, pk);
     }
     for (int64_t r = r0; r < r1; ++r)
       store(out_p + (r - r0) * p.N, p.N, p.out_v.dtype, out + r * ld_out);
@@ -185,8 +180,7 @@ void run_weight(const ConvJob& j, const TbcScratch& s, int slots, char* scratch,
           const int64_t b = std::min(L, xb - base - d);
           if (a >= b) continue;
           gemm::sgemm(Ci, no, b - a, gemm::Mat{xp + (d + a) * Ci, 1, Ci},
-                      gemm::Mat{dyp + a * no, no, 1}, true, dwt + k * Ci * no, no,
-                      gemm_scratch(s, pk));
+                      gemm::Mat{dyp + a * no, no, 1}, true, dwt + k * Ci * no, no, pk);
         }
       }
     }
