@@ -5,6 +5,7 @@
 // across the N block (480), every operand layout (row-major, transposed, neither unit stride),
 // accumulate or not, A packed once, B from a panel source; and that nothing outside C's block is
 // written.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -311,6 +312,98 @@ TEST(GemmDispatch, Fp16OperandsRoundOrAreRefused) {
   }
   gemm::sgemm(s.M, s.N, s.K, a.mat, b.mat, false, C.data(), s.N, scratch.data());
   ExpectMatches(C, s.N, RoundedCopy(a), RoundedCopy(b), s, false, before, "dispatched fp16");
+}
+
+// 16-bit operands (Mat::p16: fp16 or bf16 bits, widened as packed; a 16-bit input read in place):
+// every packing path of the AVX-512 kernel (A and B row-major, transposed, neither unit stride;
+// pack_a_once) packs exactly the widened values, so the product is bit for bit the one of an fp32
+// copy of them (which the tests above check against float64). The values include subnormals of
+// both formats, where a flush or a rounding of the widening would show.
+struct Operand16 {
+  std::vector<uint16_t> bits;
+  gemm::Mat mat;
+  Operand wide;  // the same layout, each element widened to fp32
+};
+Operand16 Make16(int64_t rows, int64_t cols, int layout, bool bf16, std::mt19937& rng) {
+  Operand16 o;
+  o.wide = MakeOperand(rows, cols, layout, rng);
+  o.bits.resize(o.wide.data.size());
+  std::uniform_int_distribution<int> pick(0, 15);
+  for (size_t i = 0; i < o.bits.size(); ++i) {
+    double v = o.wide.data[i];
+    if (pick(rng) == 0) v *= bf16 ? 1e-39 : 1e-6;  // a subnormal of the format
+    o.bits[i] = bf16 ? acltest::EncodeBF16(v) : acltest::EncodeF16(v);
+    o.wide.data[i] =
+        static_cast<float>(bf16 ? acltest::DecodeBF16(o.bits[i]) : acltest::DecodeF16(o.bits[i]));
+  }
+  o.mat = o.wide.mat;
+  o.mat.p = nullptr;
+  o.mat.p16 = o.bits.data();
+  o.mat.bf16 = bf16;
+  return o;
+}
+
+TEST(Gemm16BitOperands, EveryPackingPathWidensExactly) {
+  if (!RunsHere(Kernel::kAvx512)) GTEST_SKIP() << "this CPU lacks the AVX-512 kernel";
+  std::mt19937 rng(15);
+  Aligned scratch(PackElems(Kernel::kAvx512));
+  for (bool bf16 : {false, true}) {
+    for (const Shape& s : Shapes()) {
+      for (int la = 0; la < 3; ++la) {
+        for (int lb = 0; lb < 3; ++lb) {
+          const Operand16 a = Make16(s.M, s.K, la, bf16, rng), b = Make16(s.K, s.N, lb, bf16, rng);
+          const std::string what = std::string(bf16 ? "bf16" : "fp16") + " layouts " +
+                                   std::to_string(la) + "/" + std::to_string(lb) +
+                                   " M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) +
+                                   " K=" + std::to_string(s.K);
+          const int64_t ldc = s.N + 1;
+          std::vector<float> want(static_cast<size_t>(s.M * ldc), 0.25f), got = want;
+          PackedGemm(Kernel::kAvx512, s.M, s.N, s.K, nullptr, &a.wide.mat, &b.wide.mat, nullptr,
+                     true, want.data(), ldc, scratch.data());
+          PackedGemm(Kernel::kAvx512, s.M, s.N, s.K, nullptr, &a.mat, &b.mat, nullptr, true,
+                     got.data(), ldc, scratch.data());
+          ASSERT_EQ(got, want) << what;
+          // A packed once (its own packing path), B 16-bit as a view.
+          Aligned packed(gemm::packed_a_elems(s.M, s.K)),
+              packed_wide(gemm::packed_a_elems(s.M, s.K));
+          gemm::kAvx512Kernel.pack_a_once(s.M, s.K, a.mat, packed.data());
+          gemm::kAvx512Kernel.pack_a_once(s.M, s.K, a.wide.mat, packed_wide.data());
+          ASSERT_TRUE(std::equal(packed.data(), packed.data() + gemm::packed_a_elems(s.M, s.K),
+                                 packed_wide.data()))
+              << what << " (pack_a_once)";
+          std::fill(got.begin(), got.end(), 0.25f);
+          PackedGemm(Kernel::kAvx512, s.M, s.N, s.K, packed.data(), nullptr, &b.mat, nullptr, true,
+                     got.data(), ldc, scratch.data());
+          ASSERT_EQ(got, want) << what << " (packed A)";
+        }
+      }
+    }
+  }
+}
+
+// Where the AVX-512 kernel does not run (the avx2 and none tiers), a 16-bit operand is refused by
+// every entry point; where it does, sgemm's dispatch widens it.
+TEST(GemmDispatch, SixteenBitOperandsWidenOrAreRefused) {
+  std::mt19937 rng(16);
+  const Shape s{9, 50, 20};
+  const Operand16 a = Make16(s.M, s.K, 0, false, rng), b = Make16(s.K, s.N, 1, true, rng);
+  std::vector<float> C(static_cast<size_t>(s.M * s.N), 0.0f);
+  const std::vector<float> before = C;
+  Aligned scratch(std::max<int64_t>(gemm::pack_elems(), 1));
+  if (!gemm::packs_16bit()) {
+    EXPECT_THROW(gemm::sgemm(s.M, s.N, s.K, a.mat, b.mat, false, C.data(), s.N, scratch.data()),
+                 std::logic_error);
+    EXPECT_THROW(gemm::sgemm(s.M, s.N, s.K, a.mat, b.mat, false, C.data(), s.N, nullptr),
+                 std::logic_error);
+    if (gemm::have_packed_gemm()) {
+      Aligned packed(gemm::packed_a_elems(s.M, s.K));
+      EXPECT_THROW(gemm::pack_a_once(s.M, s.K, a.mat, packed.data()), std::logic_error);
+    }
+    EXPECT_EQ(C, before);
+    return;
+  }
+  gemm::sgemm(s.M, s.N, s.K, a.mat, b.mat, false, C.data(), s.N, scratch.data());
+  ExpectMatches(C, s.N, a.wide, b.wide, s, false, before, "dispatched 16-bit");
 }
 
 // The dispatch: isa() is the widest kernel the tier in force allows (the CPU module's, caps

@@ -56,6 +56,8 @@ int64_t packed_a_elems(int64_t M, int64_t K) {
 void pack_a_once(int64_t M, int64_t K, Mat A, float* packed) {
   if (A.fp16 && !packs_fp16())
     throw std::logic_error("pack_a_once: fp16-rounded operands need our packed kernels");
+  if (A.p16 && !packs_16bit())
+    throw std::logic_error("pack_a_once: 16-bit operands need the AVX-512 kernels");
   if (have_avx512()) return kAvx512Kernel.pack_a_once(M, K, A, packed);
   if (have_packed_gemm()) return kAvx2Kernel.pack_a_once(M, K, A, packed);
   throw std::logic_error("pack_a_once: no packed GEMM kernel on this CPU");
@@ -68,6 +70,8 @@ void packed_kernels(const char* what, const PackedCall& c) {
   if (sgemm_empty(c.M, c.N, c.K, c.accumulate, c.C, c.ldc)) return;
   if (((c.a_mat && c.a_mat->fp16) || (c.b_mat && c.b_mat->fp16)) && !packs_fp16())
     throw std::logic_error(std::string(what) + ": fp16-rounded operands need our packed kernels");
+  if (((c.a_mat && c.a_mat->p16) || (c.b_mat && c.b_mat->p16)) && !packs_16bit())
+    throw std::logic_error(std::string(what) + ": 16-bit operands need the AVX-512 kernels");
   if (have_avx512()) return kAvx512Kernel.run(c);
   if (have_packed_gemm()) return kAvx2Kernel.run(c);
   throw std::logic_error(std::string(what) + ": no packed GEMM kernel on this CPU");
@@ -126,8 +130,8 @@ void sgemm(int64_t M, int64_t N, int64_t K, Mat A, Mat B, bool accumulate, float
     sgemm_packed(M, N, K, nullptr, &A, &B, nullptr, accumulate, C, ldc, scratch);
     return;
   }
-  if (A.fp16 || B.fp16)
-    throw std::logic_error("sgemm: fp16-rounded operands need our packed kernels");
+  if (A.fp16 || B.fp16 || A.p16 || B.p16)
+    throw std::logic_error("sgemm: rounded or 16-bit operands need our packed kernels");
   // OpenBLAS: a row-major operand has cs == 1 (NoTrans, ld = rs) or rs == 1 (Trans, ld = cs).
   auto op = [](const Mat& m, int64_t cols) {
     if (m.cs == 1 && m.rs >= cols) return std::pair{CblasNoTrans, m.rs};

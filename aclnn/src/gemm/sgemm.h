@@ -30,6 +30,11 @@ struct Mat {
   // cubeMathType USE_FP16 on fp32 operands read in place. Only where packs_fp16() (our packed
   // kernels); elsewhere (OpenBLAS) sgemm and sgemm_packed reject such an operand.
   bool fp16 = false;
+  // Or 16-bit elements: `p16` (then `p` is null) holds fp16 bits, bf16 bits when `bf16`, each
+  // widened exactly to fp32 as it is packed, so a 16-bit input is read in place instead of through
+  // a converted fp32 copy. Only where packs_16bit(); elsewhere sgemm and sgemm_packed reject it.
+  const uint16_t* p16 = nullptr;
+  bool bf16 = false;
 };
 
 // A source of packed B panels, for operands that are never materialised as a matrix (the
@@ -64,6 +69,11 @@ inline bool have_packed_gemm() {
 // Whether the packed kernels round Mat::fp16 operands as they pack them (AVX-512, AVX2 + F16C).
 inline bool packs_fp16() {
   return have_packed_gemm();
+}
+
+// Whether the packed kernels read Mat::p16 operands (AVX-512; the AVX2 kernels' callers convert).
+inline bool packs_16bit() {
+  return have_avx512();
 }
 
 // Floats of packing scratch the packed kernel needs (0 when there is none: OpenBLAS). sgemm with

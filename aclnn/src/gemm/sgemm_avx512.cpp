@@ -50,50 +50,97 @@ constexpr int64_t kKC = 256;
 constexpr int64_t kMC = 128;  // multiple of kMR
 constexpr int64_t kNC = 480;  // multiple of kNR
 
-// An element as packed: as stored, or (kFp16: a Mat's fp16 flag) rounded to fp16 to nearest even
-// and widened back (half.h's round_to_half; F16C's conversion is exactly that), so USE_FP16 on
-// fp32 operands costs two conversions per vector in the packing, not a pass over a converted copy.
-template <bool kFp16>
-inline __m512 rnd(__m512 v) {
-  if constexpr (kFp16) return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  return v;
-}
+// How the packers read an operand's elements (Mat): fp32 as stored (F32), fp32 rounded to fp16
+// to nearest even and widened back (F32Fp16: Mat::fp16, half.h's round_to_half; F16C's conversion
+// is exactly that, so USE_FP16 on fp32 operands costs two conversions per vector in the packing,
+// not a pass over a converted copy), or 16-bit bits widened exactly (F16, Bf16: Mat::p16), so a
+// 16-bit input is packed straight from the caller's tensor. Each reads 16 (v16, m16: the lanes of
+// mask m, zero elsewhere), 8 (v8) or one (one) elements from p.
+struct F32 {
+  using T = float;
+  static __m512 v16(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 m16(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+  static __m256 v8(const float* p) { return _mm256_loadu_ps(p); }
+  static float one(const float* p) { return *p; }
+};
 // (The narrower forms go through the 512-bit conversion: F16C's own are not enabled here.)
-template <bool kFp16>
-inline __m256 rnd(__m256 v) {
-  return _mm512_castps512_ps256(rnd<kFp16>(_mm512_castps256_ps512(v)));
-}
-template <bool kFp16>
-inline float rnd(float v) {
-  if constexpr (kFp16) return _mm512_cvtss_f32(rnd<kFp16>(_mm512_set1_ps(v)));
-  return v;
+struct F32Fp16 {
+  using T = float;
+  static __m512 rnd(__m512 v) {
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static __m512 v16(const float* p) { return rnd(_mm512_loadu_ps(p)); }
+  static __m512 m16(__mmask16 m, const float* p) { return rnd(_mm512_maskz_loadu_ps(m, p)); }
+  static __m256 v8(const float* p) {
+    return _mm512_castps512_ps256(rnd(_mm512_castps256_ps512(_mm256_loadu_ps(p))));
+  }
+  static float one(const float* p) { return _mm512_cvtss_f32(rnd(_mm512_set1_ps(*p))); }
+};
+struct F16 {
+  using T = uint16_t;
+  static __m512 widen(__m256i h) { return _mm512_cvtph_ps(h); }
+  static __m512 v16(const uint16_t* p) { return widen(_mm256_loadu_si256((const __m256i*)p)); }
+  static __m512 m16(__mmask16 m, const uint16_t* p) {
+    return widen(_mm256_maskz_loadu_epi16(m, p));
+  }
+  static __m256 v8(const uint16_t* p) {
+    return _mm512_castps512_ps256(
+        widen(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)p))));
+  }
+  static float one(const uint16_t* p) { return _mm512_cvtss_f32(m16(1, p)); }
+};
+struct Bf16 {
+  using T = uint16_t;
+  static __m512 widen(__m256i h) {  // bf16 bits are the top half of the fp32 ones
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static __m512 v16(const uint16_t* p) { return widen(_mm256_loadu_si256((const __m256i*)p)); }
+  static __m512 m16(__mmask16 m, const uint16_t* p) {
+    return widen(_mm256_maskz_loadu_epi16(m, p));
+  }
+  static __m256 v8(const uint16_t* p) {
+    return _mm512_castps512_ps256(
+        widen(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)p))));
+  }
+  static float one(const uint16_t* p) { return _mm512_cvtss_f32(m16(1, p)); }
+};
+
+// Calls pack(E{}, base) with the reader E of operand m and its element 0 (`base`).
+template <class Pack>
+void with_reader(const Mat& m, Pack&& pack) {
+  if (m.p16) {
+    if (m.bf16) return pack(Bf16{}, m.p16);
+    return pack(F16{}, m.p16);
+  }
+  if (m.fp16) return pack(F32Fp16{}, m.p);
+  pack(F32{}, m.p);
 }
 
-// Ap[p][k][r] = A(i0 + p*8 + r, k0 + k), zero past row m.
-template <bool R>
-void pack_a_as(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
+// Ap[p][k][r] = A(i0 + p*8 + r, k0 + k), zero past row m; A's elements from `a` (E::T).
+template <class E>
+void pack_a_as(const typename E::T* a, const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc,
+               float* Ap) {
   for (int64_t p = 0; p < m; p += kMR) {
     const int64_t rows = min64(kMR, m - p);
-    const float* src = A.p + (i0 + p) * A.rs + k0 * A.cs;
+    const typename E::T* src = a + (i0 + p) * A.rs + k0 * A.cs;
     if (rows == kMR && A.rs == 1) {  // 8 contiguous values per k
-      for (int64_t k = 0; k < kc; ++k)
-        _mm256_store_ps(Ap + k * kMR, rnd<R>(_mm256_loadu_ps(src + k * A.cs)));
+      for (int64_t k = 0; k < kc; ++k) _mm256_store_ps(Ap + k * kMR, E::v8(src + k * A.cs));
     } else if (rows == kMR && A.cs == 1) {  // 8 rows contiguous along k: 16 x 16 transposes
       int64_t k = 0;                        // (rows 8..15 zero; the low 8 lanes are kept)
       for (; k + 16 <= kc; k += 16) {
         __m512 r[16];
-        for (int i = 0; i < 8; ++i) r[i] = rnd<R>(_mm512_loadu_ps(src + i * A.rs + k));
+        for (int i = 0; i < 8; ++i) r[i] = E::v16(src + i * A.rs + k);
         for (int i = 8; i < 16; ++i) r[i] = _mm512_setzero_ps();
         transpose16(r);
         for (int i = 0; i < 16; ++i)
           _mm256_store_ps(Ap + (k + i) * kMR, _mm512_castps512_ps256(r[i]));
       }
       for (; k < kc; ++k)
-        for (int64_t i = 0; i < kMR; ++i) Ap[k * kMR + i] = rnd<R>(src[i * A.rs + k]);
+        for (int64_t i = 0; i < kMR; ++i) Ap[k * kMR + i] = E::one(src + i * A.rs + k);
     } else {
       for (int64_t k = 0; k < kc; ++k) {
         int64_t r = 0;
-        for (; r < rows; ++r) Ap[k * kMR + r] = rnd<R>(src[r * A.rs + k * A.cs]);
+        for (; r < rows; ++r) Ap[k * kMR + r] = E::one(src + r * A.rs + k * A.cs);
         for (; r < kMR; ++r) Ap[k * kMR + r] = 0.0f;
       }
     }
@@ -102,13 +149,13 @@ void pack_a_as(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, floa
 }
 
 void pack_a(const Mat& A, int64_t i0, int64_t m, int64_t k0, int64_t kc, float* Ap) {
-  if (A.fp16) return pack_a_as<true>(A, i0, m, k0, kc, Ap);
-  pack_a_as<false>(A, i0, m, k0, kc, Ap);
+  with_reader(A, [&](auto e, const auto* a) { pack_a_as<decltype(e)>(a, A, i0, m, k0, kc, Ap); });
 }
 
-// Bp[p][k][c] = B(k0 + k, j0 + p*48 + c), zero past column n.
-template <bool R>
-void pack_b_as(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
+// Bp[p][k][c] = B(k0 + k, j0 + p*48 + c), zero past column n; B's elements from `b` (E::T).
+template <class E>
+void pack_b_as(const typename E::T* b, const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n,
+               float* Bp) {
   if (B.cs == 1) {
     // Rows of B are contiguous: walk each row of the block once, left to right, dealing its
     // 48-column pieces out to the panels (one sequential stream per row; panel-by-panel order would
@@ -117,18 +164,17 @@ void pack_b_as(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, floa
     // sgemm_avx512.pack-b-rows).
     const int64_t panels = (n + kNR - 1) / kNR;
     for (int64_t k = 0; k < kc; ++k) {
-      const float* s = B.p + (k0 + k) * B.rs + j0;
+      const typename E::T* s = b + (k0 + k) * B.rs + j0;
       for (int64_t p = 0; p < panels; ++p) {
         const int64_t cols = min64(kNR, n - p * kNR);
         float* d = Bp + p * kc * kNR + k * kNR;
         if (cols == kNR) {
-          _mm512_store_ps(d, rnd<R>(_mm512_loadu_ps(s + p * kNR)));
-          _mm512_store_ps(d + 16, rnd<R>(_mm512_loadu_ps(s + p * kNR + 16)));
-          _mm512_store_ps(d + 32, rnd<R>(_mm512_loadu_ps(s + p * kNR + 32)));
+          _mm512_store_ps(d, E::v16(s + p * kNR));
+          _mm512_store_ps(d + 16, E::v16(s + p * kNR + 16));
+          _mm512_store_ps(d + 32, E::v16(s + p * kNR + 32));
         } else {
           for (int64_t q = 0; q < 3; ++q)
-            _mm512_store_ps(d + 16 * q, rnd<R>(_mm512_maskz_loadu_ps(first_lanes(cols - 16 * q),
-                                                                     s + p * kNR + 16 * q)));
+            _mm512_store_ps(d + 16 * q, E::m16(first_lanes(cols - 16 * q), s + p * kNR + 16 * q));
         }
       }
     }
@@ -136,35 +182,34 @@ void pack_b_as(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, floa
   }
   for (int64_t p = 0; p < n; p += kNR) {
     const int64_t cols = min64(kNR, n - p);
-    const float* src = B.p + k0 * B.rs + (j0 + p) * B.cs;
+    const typename E::T* src = b + k0 * B.rs + (j0 + p) * B.cs;
     if (B.rs == 1) {  // columns of B are contiguous: 16 x 16 transposes
       int64_t c = 0;
       for (; c + 16 <= cols; c += 16) {
         int64_t k = 0;
         for (; k + 16 <= kc; k += 16) {
           __m512 r[16];
-          for (int i = 0; i < 16; ++i) r[i] = rnd<R>(_mm512_loadu_ps(src + (c + i) * B.cs + k));
+          for (int i = 0; i < 16; ++i) r[i] = E::v16(src + (c + i) * B.cs + k);
           transpose16(r);
           for (int i = 0; i < 16; ++i) _mm512_store_ps(Bp + (k + i) * kNR + c, r[i]);
         }
         for (; k < kc; ++k)
-          for (int64_t i = 0; i < 16; ++i) Bp[k * kNR + c + i] = rnd<R>(src[(c + i) * B.cs + k]);
+          for (int64_t i = 0; i < 16; ++i) Bp[k * kNR + c + i] = E::one(src + (c + i) * B.cs + k);
       }
       for (; c < kNR; ++c)
         for (int64_t k = 0; k < kc; ++k)
-          Bp[k * kNR + c] = c < cols ? rnd<R>(src[c * B.cs + k]) : 0.0f;
+          Bp[k * kNR + c] = c < cols ? E::one(src + c * B.cs + k) : 0.0f;
     } else {
       for (int64_t k = 0; k < kc; ++k)
         for (int64_t c = 0; c < kNR; ++c)
-          Bp[k * kNR + c] = c < cols ? rnd<R>(src[k * B.rs + c * B.cs]) : 0.0f;
+          Bp[k * kNR + c] = c < cols ? E::one(src + k * B.rs + c * B.cs) : 0.0f;
     }
     Bp += kc * kNR;
   }
 }
 
 void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp) {
-  if (B.fp16) return pack_b_as<true>(B, k0, kc, j0, n, Bp);
-  pack_b_as<false>(B, k0, kc, j0, n, Bp);
+  with_reader(B, [&](auto e, const auto* b) { pack_b_as<decltype(e)>(b, B, k0, kc, j0, n, Bp); });
 }
 
 // C[0..8, 0..16*NV) (+)= Ap (8 x kc) * Bp (kc x 48, its first 16*NV columns); `rows` x `cols`

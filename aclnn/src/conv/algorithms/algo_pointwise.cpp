@@ -10,11 +10,12 @@
 // whole-tensor fp32 copy. Where an input converts (fp16, bf16, rounded fp32): on our packed GEMM,
 // forward and backward_data pack w[g] (or w[g]^T) once and convert x (dy) while packing the B
 // panels (SourceRows); the weight gradient reads USE_FP16 fp32 inputs in place on our GEMM, rounded
-// as the GEMM packs them (gemm::Mat::fp16); otherwise it, and OpenBLAS runs, convert a chunk of
+// as the GEMM packs them (gemm::Mat::fp16), and fp16 / bf16 inputs in place on the AVX-512 one,
+// widened as it packs them (gemm::Mat::p16); otherwise it, and OpenBLAS runs, convert a chunk of
 // columns at a time into the task's scratch, the weights once into the shared scratch.
-// gradBias (fp32 runs, where the engine asks: Blocking::sums_bias) is summed by the weight
-// gradient's first channel block from each dy block just before its GEMM reads it, so dy is not
-// streamed from memory once more by a separate pass (resnet1x1: 25.7 MB).
+// gradBias (fp32 and 16-bit runs, where the engine asks: Blocking::sums_bias) is summed by the
+// weight gradient's first channel block from each dy block just before its GEMM reads it, so dy is
+// not streamed from memory once more by a separate pass (resnet1x1: 25.7 MB).
 #include <algorithm>
 #include <type_traits>
 
@@ -267,32 +268,25 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<T>& o) {
   });
 }
 
-// An input the packed GEMM reads in place: fp32, or fp32 under USE_FP16 where the kernels round
-// it to fp16 as they pack it (gemm::Mat::fp16).
+// An input the packed GEMM reads in place: fp32; fp32 under USE_FP16, which the kernels round to
+// fp16 as they pack it (gemm::Mat::fp16); fp16 or bf16, which the AVX-512 kernels widen as they
+// pack it (gemm::Mat::p16).
 bool packs_in_place(const Blocking& b, const Source& s) {
-  return s.kind == SrcKind::kF32 ||
-         (s.kind == SrcKind::kF32Fp16 && b.pack_elems > 0 && gemm::packs_fp16());
+  if (s.kind == SrcKind::kF32) return true;
+  if (b.pack_elems == 0) return false;
+  if (s.kind == SrcKind::kF32Fp16) return gemm::packs_fp16();
+  return (s.kind == SrcKind::kF16 || s.kind == SrcKind::kBF16) && gemm::packs_16bit();
 }
 
-// backward_weight with both inputs read in place (fp32, or rounded to fp16 by the packing): one
-// GEMM per sample over all S positions, as for fp32. Writing a rounded chunk and packing it again
-// made USE_FP16's weight gradient slower than fp32's (measured: bench/RESULTS.md, design
-// pointwise.weight-in-place).
-void weight_in_place(const Problem& p, const Blocking& b, const Operands<float>& o) {
-  const ConvGeometry& g = p.g;
-  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.in_size();
-  const float* x = static_cast<const float*>(o.xsrc.data);
-  const float* dy = static_cast<const float*>(o.ysrc.data);
-  const bool x16 = o.xsrc.kind == SrcKind::kF32Fp16, dy16 = o.ysrc.kind == SrcKind::kF32Fp16;
-  for_weight_tasks(p, b, o,
-                   [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
-                     for (int64_t n = n0; n < n1; ++n) {
-                       // dw[g][:, c-block] += dy[n, g] (Cog x S) * x[n, g][c-block]^T (S x nc)
-                       const gemm::Mat a{dy + (n * g.C_out + grp * Cog) * S, S, 1, dy16};
-                       const gemm::Mat bt{x + (n * g.C_in + grp * Cig + c0) * S, 1, S, x16};
-                       gemm::sgemm(Cog, nc, S, a, bt, true, dst, Cig, pack_scratch(p, b, o));
-                     }
-                   });
+// Element `at` of an input packs_in_place accepts, as a [rs, cs]-strided GEMM operand.
+gemm::Mat in_place_mat(const Source& s, int64_t at, int64_t rs, int64_t cs) {
+  const Source e = s.at(at);
+  if (s.kind == SrcKind::kF16 || s.kind == SrcKind::kBF16)
+    return gemm::Mat{.rs = rs,
+                     .cs = cs,
+                     .p16 = static_cast<const uint16_t*>(e.data),
+                     .bf16 = s.kind == SrcKind::kBF16};
+  return gemm::Mat{static_cast<const float*>(e.data), rs, cs, s.kind == SrcKind::kF32Fp16};
 }
 
 // Positions of dy summed into gradBias per step, just before the GEMM reads them: a block of
@@ -302,11 +296,40 @@ int64_t bias_step(int64_t Cog) {
   return std::max<int64_t>(256, round16((int64_t{256} << 10) / (4 * std::max<int64_t>(Cog, 1))));
 }
 
+// backward_weight with both inputs read in place by the packed GEMM (fp32 rounded to fp16, fp16,
+// bf16), as for fp32: one GEMM per sample over all S positions, or per bias step where the task
+// sums gradBias (from dy as stored, each step's run converted into the slot and summed just
+// before the GEMM reads it). Converting a chunk and packing it again made the 16-bit weight
+// gradients slower than fp32's (measured: bench/RESULTS.md, design pointwise.weight-in-place).
+void weight_in_place(const Problem& p, const Blocking& b, const Operands<float>& o) {
+  const ConvGeometry& g = p.g;
+  const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.in_size();
+  for_weight_tasks(
+      p, b, o, [&](int64_t n0, int64_t n1, int64_t grp, int64_t c0, int64_t nc, float* dst) {
+        double* sums = task_bias_sums(p, b, o, n0, grp, c0);
+        const int64_t step = sums ? std::min(S, bias_step(Cog)) : S;
+        for (int64_t n = n0; n < n1; ++n) {
+          const int64_t dy_at = (n * g.C_out + grp * Cog) * S,
+                        x_at = (n * g.C_in + grp * Cig + c0) * S;
+          for (int64_t j0 = 0; j0 < S; j0 += step) {
+            const int64_t cols = std::min(S, j0 + step) - j0;
+            if (sums)
+              for (int64_t oc = 0; oc < Cog; ++oc)
+                sums[oc] += o.ysrc.at(dy_at + oc * S + j0).convert_sum(cols, slot_scratch(p, b, o));
+            // dw[g][:, c-block] += dy[n, g][:, j0..) (Cog x cols) * x[n, g][c-block, j0..)^T
+            const gemm::Mat a = in_place_mat(o.ysrc, dy_at + j0, S, 1);
+            const gemm::Mat bt = in_place_mat(o.xsrc, x_at + j0, 1, S);
+            gemm::sgemm(Cog, nc, cols, a, bt, true, dst, Cig, pack_scratch(p, b, o));
+          }
+        }
+      });
+  finish_bias_sums(p, b, o);
+}
+
 template <typename T>
 void backward_weight(const Problem& p, const Blocking& b, const Operands<T>& o) {
-  if constexpr (std::is_same_v<T, float>)  // (rounded operands: never asked for gradBias)
-    if (!o.bias && o.xsrc.kind != SrcKind::kF32 && packs_in_place(b, o.xsrc) &&
-        packs_in_place(b, o.ysrc))
+  if constexpr (std::is_same_v<T, float>)
+    if (o.xsrc.kind != SrcKind::kF32 && packs_in_place(b, o.xsrc) && packs_in_place(b, o.ysrc))
       return weight_in_place(p, b, o);
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.in_size();
