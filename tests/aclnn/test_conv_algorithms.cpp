@@ -316,6 +316,9 @@ TEST(ConvAlgorithmPaths, ClDirectForwardStrided) {
       Case("s2_wide_pad", MakeGeom({1, 9, 12, 11}, {17, 9, 3, 3}, {2, 2}, {3, 3}, {1, 1}, 1), 35),
       Case("s2_d2", MakeGeom({1, 6, 9, 30}, {10, 6, 3, 3}, {2, 2}, {2, 2}, {2, 2}, 1), 36),
       Case("s31_outer", MakeGeom({1, 4, 10, 12}, {5, 4, 3, 3}, {3, 1}, {1, 1}, {1, 1}, 1), 37),
+      // The widest tiles: rows of 15 (unit stride along rows) and 15 (stride 2) outputs, one tile.
+      Case("s21_row15", MakeGeom({1, 5, 9, 15}, {20, 5, 3, 3}, {2, 1}, {1, 1}, {1, 1}, 1), 42),
+      Case("s2_1d_row15", MakeGeom({2, 6, 29}, {18, 6, 3}, {2}, {1}, {1}, 1), 43),
       Case("s2_3d_k6",
            MakeGeom({1, 3, 5, 6, 37}, {20, 3, 2, 2, 6}, {2, 1, 2}, {0, 1, 2}, {1, 1, 1}, 1), 38),
       // Transposed: the data gradient runs the forward of stride 2 (16-wide rows: one tile).

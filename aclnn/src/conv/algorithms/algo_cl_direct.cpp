@@ -14,7 +14,7 @@
 // outputs and walks the source columns.
 //
 //   task (pass, sample, group, block of output rows): for each output row and block of 16 output
-//   channels, the row's tiles (<= 14 positions each) over the tap rows whose source row exists,
+//   channels, the row's tiles (<= 16 positions each) over the tap rows whose source row exists,
 //   reading the source [C, S] as stored (other dtypes: the source rows of the task converted
 //   into the slot; 3d with one pass: streamed through a ring of planes, Stream) and storing into
 //   the output directly. Weights packed once per call and pass:

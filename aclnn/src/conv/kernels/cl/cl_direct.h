@@ -1,6 +1,6 @@
 // Channel-lane ("cl") direct fp32 kernels (AVX-512, or AVX2 for unit stride and dilation along
 // rows: cl_direct_avx2.cpp): the 16 lanes of a vector are 16 output channels, and one register tile
-// is a whole output row (up to 14 positions), so every multiply-add lands on a real input element:
+// is a whole output row (up to 16 positions), so every multiply-add lands on a real input element:
 // no tap reaching into the padding is computed and no lane is spent past the end of a row.
 //
 // One pass of algo_cl_direct.cpp (the forward, or one phase of a data gradient) of one (sample,
@@ -29,7 +29,7 @@
 
 namespace aclnn_cpu::conv {
 
-inline constexpr int64_t kClMaxRow = 14;  // output positions per register tile
+inline constexpr int64_t kClMaxRow = 16;  // output positions per register tile
 inline constexpr int64_t kClMaxKw = 7;    // kernel width (taps along a row)
 
 // One output row tile of 16 output channels.

@@ -127,6 +127,8 @@ constexpr RowTile kRowTiles[kClMaxRow + 1] = {
     row_tile<12, K, CS, R>,
     row_tile<13, K, CS, R>,
     row_tile<14, K, CS, R>,
+    row_tile<15, K, CS, R>,
+    row_tile<16, K, CS, R>,
 };
 
 template <int CS, int R>
