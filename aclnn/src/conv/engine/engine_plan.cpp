@@ -1,5 +1,7 @@
 #include "conv/engine/engine_plan.h"
 
+#include <algorithm>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -178,12 +180,13 @@ bool weight_sums_bias(const Plan& p) {
          (rounded && c->b.sums_unrounded);
 }
 
+namespace {
+
+// The choices for the plan's chunks (samples per run of forward / backward_data) and the
+// workspace layout: everything after the chunks, on a plan that has none of it yet.
 template <typename T>
-void plan_workspace(Plan& p) {
-  if (plan_whole_job(p)) return;
+void plan_choices_and_layout(Plan& p) {
   const ConvJob& j = p.job;
-  p.chunk[0] = output_chunk<T>(j.out_y, j.g.N);
-  p.chunk[1] = output_chunk<T>(j.out_x, j.g.N);
   for (int i = 0; i < kPrimitiveCount; ++i)
     if (requested(j, i))
       p.choice[i] = choose_algorithm(static_cast<Primitive>(i), run_problem(p, Primitive(i)));
@@ -233,6 +236,81 @@ void plan_workspace(Plan& p) {
   if (scratch > 0) p.scratch = layout.add(scratch);
   // + kAlign of slack so a workspace that is not 64-byte aligned can be aligned in place.
   p.bytes = layout.total == 0 ? 0 : static_cast<uint64_t>(layout.total) + kAlign;
+}
+
+// Bytes of the call's largest tensor, in its own dtype (inputs and outputs).
+uint64_t largest_tensor_bytes(const ConvJob& j) {
+  uint64_t largest = 0;
+  for (const std::optional<View5>* v : {&j.x, &j.w, &j.y, &j.out_y, &j.out_x, &j.out_w})
+    if (*v)
+      largest = std::max(largest, static_cast<uint64_t>((*v)->numel()) * dtype_size((*v)->dtype));
+  return largest;
+}
+
+// The next smaller run length that splits N into equal runs (run > 1).
+int64_t shorter_run(int64_t run, int64_t N) {
+  for (int64_t r = run - 1; r >= 1; --r)
+    if (N % r == 0) return r;
+  return 0;
+}
+
+// The workspace contract (the performance issue): at most twice the bytes of the call's largest
+// tensor. output_chunk sizes a 16-bit output's fp32 runs to its own bytes, which leaves the other
+// half to the scratch; where the chosen algorithms' scratch takes more than that (ct2d_decoder's
+// fp16 / bf16 at tier none: im2col_gemm's weight pass with x's planes converted per slot, 2,228,416
+// bytes against 2,097,152), the runs of the outputs computed in the workspace are cut shorter, the
+// longest runs that fit kept (planned again: the choices may differ for fewer samples), below
+// kMinRunSamples if need be (that is a speed preference, the bound the contract). A plan that fits
+// already is left as it is, so is one that no cut brings under the bound (shorter runs would only
+// be slower). fp64 runs (double copies of fp32 tensors) are not held to the contract.
+// `chunks`: the runs planned before the choices (output_chunk).
+template <typename T>
+void fit_output_runs_to_bound(Plan& p, const int64_t (&chunks)[2]) {
+  const int64_t N = p.job.g.N;
+  const uint64_t bound = 2 * largest_tensor_bytes(p.job);
+  if (p.problem.fp64 || p.bytes <= bound || N <= 1) return;
+  // Samples per run of y and dx where they are computed in the workspace (0: not cut), and the
+  // bytes one-sample runs would save: where that is short of the excess (a scratch that alone
+  // takes more, e.g. small tensors), no cut is tried.
+  const std::optional<View5>* outs[2] = {&p.job.out_y, &p.job.out_x};
+  const uint64_t buffers[2] = {p.out_y, p.out_x};
+  int64_t run[2] = {};
+  uint64_t saving = 0;
+  for (int i = 0; i < 2; ++i) {
+    if (buffers[i] == kNotInWorkspace) continue;
+    run[i] = p.chunk[i] > 0 ? p.chunk[i] : N;
+    saving += static_cast<uint64_t>((*outs[i])->numel() / N * (run[i] - 1)) * sizeof(T);
+  }
+  if (saving < p.bytes - bound) return;
+  for (;;) {
+    bool cut = false;
+    for (int64_t& r : run)
+      if (r > 1) r = shorter_run(r, N), cut = true;
+    if (!cut) return;
+    Plan q;
+    q.job = p.job;
+    q.arena = p.arena;
+    q.problem = p.problem;
+    for (int i = 0; i < 2; ++i) q.chunk[i] = run[i] > 0 ? run[i] : chunks[i];
+    plan_choices_and_layout<T>(q);
+    if (q.bytes <= bound) {
+      p = std::move(q);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void plan_workspace(Plan& p) {
+  if (plan_whole_job(p)) return;
+  const ConvJob& j = p.job;
+  p.chunk[0] = output_chunk<T>(j.out_y, j.g.N);
+  p.chunk[1] = output_chunk<T>(j.out_x, j.g.N);
+  const int64_t chunks[2] = {p.chunk[0], p.chunk[1]};
+  plan_choices_and_layout<T>(p);
+  fit_output_runs_to_bound<T>(p, chunks);
 }
 
 void print_plan(const char* api, const Plan& p) {
