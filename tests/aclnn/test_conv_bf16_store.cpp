@@ -124,4 +124,50 @@ INSTANTIATE_TEST_SUITE_P(Conv, Bf16Store, ::testing::ValuesIn(Cases()),
                            return info.param.algo + "_" + info.param.c.label;
                          });
 
+// fp16 and bf16 outputs of converting fp32 runs stored by the GEMM (Blocking::stores16,
+// gemm::sgemm_packed_narrow): pointwise_gemm's backward_data (and, transposed, its forward) on
+// AVX-512 rounds each product as its micro-kernel stores it, where the contraction fits one K
+// block (C_out <= 256). Dense and padded gradInput must agree bit for bit (a padded one goes
+// through the fp32 buffer and the narrowing pass) and both with the float64 reference; the dense
+// plan has no runs of samples ("chunk:0") where the store runs. Shapes: channel tails against the
+// 8-row and 48-column tiles, a batch of 8, a transposed conv, and C_out 300 (two K blocks: the
+// fp32 buffer and the pass, still exact).
+TEST(ConvertedStore, PointwiseDenseStoreEqualsNarrowingPassAndReference) {
+  acltest::ScopedEnv force("ACLNN_CPU_CONV_ALGO", "pointwise_gemm");
+  const std::vector<ConvCase> cases = {
+      MakeCase(MakeGeom({8, 20, 9, 11}, {36, 20, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), "tails", 21),
+      MakeCase(MakeGeom({2, 64, 10, 10}, {24, 32, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 2), "groups2", 22),
+      MakeCase(MakeGeom({8, 24, 7, 9}, {24, 20, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, {0, 0}),
+               "transposed", 23),
+      MakeCase(MakeGeom({2, 8, 6, 50}, {300, 8, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), "k300", 24),
+  };
+  for (aclDataType dt : {ACL_FLOAT16, ACL_BF16}) {
+    if (dt == ACL_BF16 && acltest::Bf16NativeRuns()) continue;  // pointwise_bf16's kernels
+    for (ConvCase c : cases) {
+      c.x_dtype = c.w_dtype = c.gy_dtype = dt;
+      c.mask = {true, false, false};
+      const std::string what = c.label + (dt == ACL_BF16 ? " bf16" : " fp16");
+      EXPECT_TRUE(acltest::CheckConvBackward(c)) << what;
+      const std::string primitive = c.geom.transposed ? "forward" : "backward_data";
+      std::string dense_plan;
+      acltest::BackwardValues dense, padded;
+      {
+        acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+        ::testing::internal::CaptureStderr();
+        dense = acltest::RunConvBackward(c);
+        dense_plan = PlanLine(::testing::internal::GetCapturedStderr(), primitive);
+        c.layout = Layout::kPadded;
+        padded = acltest::RunConvBackward(c);
+      }
+      ASSERT_TRUE(dense.result.ok()) << dense.result.Describe();
+      ASSERT_TRUE(padded.result.ok()) << padded.result.Describe();
+      EXPECT_NE(dense_plan.find(",pointwise_gemm,"), std::string::npos) << dense_plan;
+      const bool stores = acltest::Avx512Runs() && c.label != "k300";
+      if (c.geom.input[0] == 8 || stores)
+        EXPECT_EQ(dense_plan.find(" chunk:0,") != std::string::npos, stores) << what << dense_plan;
+      EXPECT_EQ(dense.grad_input, padded.grad_input) << what;
+    }
+  }
+}
+
 }  // namespace

@@ -406,6 +406,62 @@ TEST(GemmDispatch, SixteenBitOperandsWidenOrAreRefused) {
   ExpectMatches(C, s.N, a.wide, b.wide, s, false, before, "dispatched 16-bit");
 }
 
+// A 16-bit product stored by the micro-kernel (sgemm_packed_narrow): bit for bit the fp32 product
+// of the same kernel rounded to nearest even (EncodeF16 / EncodeBF16), over the edge shapes of one
+// K block, B as every layout of view and as a panel source; nothing written past N; refused where
+// the AVX-512 kernel does not run, and for K past one K block.
+TEST(GemmNarrowStore, MatchesTheRoundedFp32Product) {
+  if (!gemm::packs_16bit()) {
+    std::vector<uint16_t> c16(8);
+    EXPECT_THROW(
+        gemm::sgemm_packed_narrow(1, 1, 1, nullptr, nullptr, nullptr, true, c16.data(), 1, nullptr),
+        std::logic_error);
+    return;
+  }
+  std::mt19937 rng(17);
+  Aligned scratch(gemm::pack_elems());
+  int checked = 0;
+  for (const Shape& s : Shapes()) {
+    if (s.K > gemm::panel_depth()) continue;
+    const Operand a = MakeOperand(s.M, s.K, 0, rng);
+    Aligned packed(gemm::packed_a_elems(s.M, s.K));
+    gemm::pack_a_once(s.M, s.K, a.mat, packed.data());
+    for (int lb = 0; lb < 4; ++lb) {  // 3: B from a panel source
+      const Operand b = MakeOperand(s.K, s.N, lb % 3, rng);
+      const MatPanels panels(b);
+      const gemm::Mat* b_mat = lb < 3 ? &b.mat : nullptr;
+      const gemm::BPanels* b_src = lb < 3 ? nullptr : &panels;
+      const int64_t ldc = s.N + 3;
+      std::vector<float> C(static_cast<size_t>(s.M * ldc), 0.0f);
+      gemm::sgemm_packed(s.M, s.N, s.K, packed.data(), nullptr, b_mat, b_src, false, C.data(), ldc,
+                         scratch.data());
+      for (bool bf16 : {false, true}) {
+        std::vector<uint16_t> c16(static_cast<size_t>(s.M * ldc), 0xABCD);
+        gemm::sgemm_packed_narrow(s.M, s.N, s.K, packed.data(), b_mat, b_src, bf16, c16.data(), ldc,
+                                  scratch.data());
+        for (int64_t i = 0; i < s.M; ++i)
+          for (int64_t j = 0; j < ldc; ++j) {
+            const size_t at = static_cast<size_t>(i * ldc + j);
+            const uint16_t want = j >= s.N ? 0xABCD
+                                  : bf16   ? acltest::EncodeBF16(C[at])
+                                           : acltest::EncodeF16(C[at]);
+            ASSERT_EQ(c16[at], want)
+                << (bf16 ? "bf16" : "fp16") << " layout " << lb << " M=" << s.M << " N=" << s.N
+                << " K=" << s.K << " at (" << i << ", " << j << ")";
+          }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+  std::vector<uint16_t> c16(64);
+  Aligned packed(gemm::packed_a_elems(8, gemm::panel_depth() + 1));
+  const Operand b = MakeOperand(gemm::panel_depth() + 1, 8, 0, rng);
+  EXPECT_THROW(gemm::sgemm_packed_narrow(8, 8, gemm::panel_depth() + 1, packed.data(), &b.mat,
+                                         nullptr, true, c16.data(), 8, scratch.data()),
+               std::logic_error);
+}
+
 // The dispatch: isa() is the widest kernel the tier in force allows (the CPU module's, caps
 // included; ctest runs this under ACLNN_CPU_MAX_ISA=avx2 and =none too).
 TEST(GemmDispatch, IsaFollowsTheTierInForce) {

@@ -115,6 +115,28 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, i
                                        .scratch = scratch});
 }
 
+void sgemm_packed_narrow(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* b_mat,
+                         const BPanels* b_panels, bool bf16, uint16_t* C16, int64_t ldc,
+                         float* scratch) {
+  if (M <= 0 || N <= 0) return;
+  if (!packs_16bit() || K <= 0 || K > panel_depth())
+    throw std::logic_error("sgemm_packed_narrow: needs the AVX-512 kernel and 0 < K <= " +
+                           std::to_string(packs_16bit() ? panel_depth() : 0) +
+                           ", got K = " + std::to_string(K));
+  kAvx512Kernel.run({.M = M,
+                     .N = N,
+                     .K = K,
+                     .packed_a = packed_a,
+                     .a_rows = M,
+                     .a_row0 = 0,
+                     .b_mat = b_mat,
+                     .b_panels = b_panels,
+                     .ldc = ldc,
+                     .C16 = C16,
+                     .c16_bf16 = bf16,
+                     .scratch = scratch});
+}
+
 bool sgemm_empty(int64_t M, int64_t N, int64_t K, bool accumulate, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return true;
   if (K > 0) return false;

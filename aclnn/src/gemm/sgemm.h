@@ -111,6 +111,15 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const float* packed_a, i
                        int64_t row0, const BPanels* b_panels, bool accumulate, float* C,
                        int64_t ldc, float* scratch);
 
+// C16[M, N] = A * B narrowed to 16 bits (bf16 where `bf16`, else fp16; to nearest even, bit for bit
+// conv::narrow16 of the fp32 product), with A pre-packed by pack_a_once and B a strided view or a
+// panel source (exactly one non-null): a 16-bit output stored by the micro-kernel, with no fp32
+// copy of it written and read back. K at most panel_depth() (one K block: the product is final
+// when stored). Only where packs_16bit().
+void sgemm_packed_narrow(int64_t M, int64_t N, int64_t K, const float* packed_a, const Mat* b_mat,
+                         const BPanels* b_panels, bool bf16, uint16_t* C16, int64_t ldc,
+                         float* scratch);
+
 // One GEMM as the per-ISA packed kernels take it: C[M, N] (+)= A * B with A pre-packed or a view
 // and B a view or a panel source (exactly one of each pair non-null).
 struct PackedCall {
@@ -123,6 +132,8 @@ struct PackedCall {
   bool accumulate = false;            // C += A * B (else C = A * B)
   float* C = nullptr;                 // [M][ldc]
   int64_t ldc = 0;
+  uint16_t* C16 = nullptr;   // instead of C: [M][ldc] narrowed (sgemm_packed_narrow)
+  bool c16_bf16 = false;     // C16's format: bf16, else fp16
   float* scratch = nullptr;  // pack_elems floats, 64-byte aligned, private to the thread
 };
 

@@ -39,6 +39,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "gemm/avx512_util.h"
+#include "gemm/bf16_narrow_avx512.h"
 #include "gemm/sgemm_blocked.h"
 
 namespace aclnn_cpu::gemm {
@@ -215,10 +216,10 @@ void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* 
 // C[0..8, 0..16*NV) (+)= Ap (8 x kc) * Bp (kc x 48, its first 16*NV columns); `rows` x `cols`
 // of it are stored. NV = 3 is the full tile; a last panel with at most 32 or 16 valid columns
 // runs with NV = 2 or 1, so e.g. N = 196 (a 14 x 14 output) spends 208 columns of work, not 240.
+// c = Ap (8 x kc) * Bp (kc x 48, its first 16*NV columns), in registers.
 template <int NV>
-void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
-                  int64_t ldc, int64_t rows, int64_t cols) {
-  __m512 c[kMR][NV];
+__attribute__((always_inline)) inline void tile_product(int64_t kc, const float* Ap,
+                                                        const float* Bp, __m512 (&c)[kMR][NV]) {
 #pragma GCC unroll 8
   for (int i = 0; i < kMR; ++i)
     for (int j = 0; j < NV; ++j) c[i][j] = _mm512_setzero_ps();
@@ -233,6 +234,13 @@ void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate,
     Ap += kMR;
     Bp += kNR;
   }
+}
+
+template <int NV>
+void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
+                  int64_t ldc, int64_t rows, int64_t cols) {
+  __m512 c[kMR][NV];
+  tile_product<NV>(kc, Ap, Bp, c);
   if (rows == kMR && cols == 16 * NV) {
 #pragma GCC unroll 8
     for (int i = 0; i < kMR; ++i) {
@@ -258,12 +266,39 @@ void micro_kernel(int64_t kc, const float* Ap, const float* Bp, bool accumulate,
   }
 }
 
+// micro_kernel's product stored narrowed (sgemm_packed_narrow: one K block, no accumulation):
+// C16[i * ldc + j] = the product rounded to bf16 (`bf16`) or fp16, to nearest even, exactly as
+// the engine's narrowing pass (conv::narrow16) rounds it; masked where the tile has fewer rows or
+// columns.
+template <int NV>
+void micro_kernel16(int64_t kc, const float* Ap, const float* Bp, bool bf16, uint16_t* C16,
+                    int64_t ldc, int64_t rows, int64_t cols) {
+  __m512 c[kMR][NV];
+  tile_product<NV>(kc, Ap, Bp, c);
+  for (int j = 0; j < NV; ++j) {
+    const __mmask16 m = first_lanes(cols - 16 * j);
+    for (int64_t i = 0; i < rows; ++i) {
+      const __m256i h =
+          bf16 ? _mm512_cvtepi32_epi16(bf16_bits_rne(c[i][j]))
+               : _mm512_cvtps_ph(c[i][j], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm256_mask_storeu_epi16(C16 + i * ldc + 16 * j, m, h);
+    }
+  }
+}
+
 // The micro-kernel for a tile with `cols` (1 .. 48) valid columns.
 inline void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumulate, float* C,
                        int64_t ldc, int64_t rows, int64_t cols) {
   if (cols > 32) return micro_kernel<3>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
   if (cols > 16) return micro_kernel<2>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
   micro_kernel<1>(kc, Ap, Bp, accumulate, C, ldc, rows, cols);
+}
+
+inline void micro_tile16(int64_t kc, const float* Ap, const float* Bp, bool bf16, uint16_t* C16,
+                         int64_t ldc, int64_t rows, int64_t cols) {
+  if (cols > 32) return micro_kernel16<3>(kc, Ap, Bp, bf16, C16, ldc, rows, cols);
+  if (cols > 16) return micro_kernel16<2>(kc, Ap, Bp, bf16, C16, ldc, rows, cols);
+  micro_kernel16<1>(kc, Ap, Bp, bf16, C16, ldc, rows, cols);
 }
 
 struct KernelAvx512 {
@@ -273,6 +308,7 @@ struct KernelAvx512 {
   static constexpr bool kRowPanelsOuter = true;
   static constexpr auto pack_a = &gemm::pack_a, pack_b = &gemm::pack_b;
   static constexpr auto micro_tile = &gemm::micro_tile;
+  static constexpr auto micro_tile16 = &gemm::micro_tile16;
 };
 
 }  // namespace

@@ -14,6 +14,9 @@
 //   static void pack_b(const Mat& B, int64_t k0, int64_t kc, int64_t j0, int64_t n, float* Bp);
 //   static void micro_tile(int64_t kc, const float* Ap, const float* Bp, bool accumulate,
 //                          float* C, int64_t ldc, int64_t rows, int64_t cols);
+//   and, where the kernel stores 16-bit products (PackedCall::C16; one K block), optionally
+//   static void micro_tile16(int64_t kc, const float* Ap, const float* Bp, bool bf16,
+//                            uint16_t* C16, int64_t ldc, int64_t rows, int64_t cols);
 //
 // Internal linkage (an anonymous namespace): the instances for one target never meet the other's
 // at link time. No standard-library template is used here.
@@ -59,21 +62,23 @@ void gemm_blocked(const PackedCall& call) {
         } else {
           K::pack_a(*A, ic, mc, pc, kc, Ap);
         }
+        // The micro tile at rows ir, columns jr of the block: into C, or narrowed into C16.
+        auto tile = [&](int64_t ir, int64_t jr) {
+          const int64_t at = (ic + ir) * ldc + jc + jr;
+          const int64_t rows = min64(K::kMR, mc - ir), cols = min64(K::kNR, nc - jr);
+          if constexpr (requires { K::micro_tile16; }) {
+            if (call.C16)
+              return K::micro_tile16(kc, a_block + ir * kc, Bp + jr * kc, call.c16_bf16,
+                                     call.C16 + at, ldc, rows, cols);
+          }
+          K::micro_tile(kc, a_block + ir * kc, Bp + jr * kc, acc, C + at, ldc, rows, cols);
+        };
         if constexpr (K::kRowPanelsOuter) {
-          for (int64_t ir = 0; ir < mc; ir += K::kMR) {
-            const float* a = a_block + ir * kc;
-            for (int64_t jr = 0; jr < nc; jr += K::kNR) {
-              K::micro_tile(kc, a, Bp + jr * kc, acc, C + (ic + ir) * ldc + jc + jr, ldc,
-                            min64(K::kMR, mc - ir), min64(K::kNR, nc - jr));
-            }
-          }
+          for (int64_t ir = 0; ir < mc; ir += K::kMR)
+            for (int64_t jr = 0; jr < nc; jr += K::kNR) tile(ir, jr);
         } else {
-          for (int64_t jr = 0; jr < nc; jr += K::kNR) {
-            for (int64_t ir = 0; ir < mc; ir += K::kMR) {
-              K::micro_tile(kc, a_block + ir * kc, Bp + jr * kc, acc, C + (ic + ir) * ldc + jc + jr,
-                            ldc, min64(K::kMR, mc - ir), min64(K::kNR, nc - jr));
-            }
-          }
+          for (int64_t jr = 0; jr < nc; jr += K::kNR)
+            for (int64_t ir = 0; ir < mc; ir += K::kMR) tile(ir, jr);
         }
       }
     }

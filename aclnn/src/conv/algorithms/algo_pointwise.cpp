@@ -54,6 +54,27 @@ Fit applies(const Problem& p) {
 // Bytes of a weight gradient's converted chunk (dy's and x's columns): half of Zen 4's L2.
 constexpr int64_t kConvertedChunkBytes = int64_t{512} << 10;
 
+// An input the packed GEMM reads in place: fp32; fp32 under USE_FP16, which the kernels round to
+// fp16 as they pack it (gemm::Mat::fp16); fp16 or bf16, which the AVX-512 kernels widen as they
+// pack it (gemm::Mat::p16).
+bool packs_in_place(const Blocking& b, const Source& s) {
+  if (s.kind == SrcKind::kF32) return true;
+  if (b.pack_elems == 0) return false;
+  if (s.kind == SrcKind::kF32Fp16) return gemm::packs_fp16();
+  return (s.kind == SrcKind::kF16 || s.kind == SrcKind::kBF16) && gemm::packs_16bit();
+}
+
+// Element `at` of an input packs_in_place accepts, as a [rs, cs]-strided GEMM operand.
+gemm::Mat in_place_mat(const Source& s, int64_t at, int64_t rs, int64_t cs) {
+  const Source e = s.at(at);
+  if (s.kind == SrcKind::kF16 || s.kind == SrcKind::kBF16)
+    return gemm::Mat{.rs = rs,
+                     .cs = cs,
+                     .p16 = static_cast<const uint16_t*>(e.data),
+                     .bf16 = s.kind == SrcKind::kBF16};
+  return gemm::Mat{static_cast<const float*>(e.data), rs, cs, s.kind == SrcKind::kF32Fp16};
+}
+
 // Converting inputs on our packed GEMM (forward, backward_data): weights packed once per group
 // (A: M x K) into the shared scratch, converted first in a slot; tasks over column ranges. Run
 // decides from the plan's blocking (the Problem it gets is not marked forced).
@@ -65,12 +86,15 @@ void plan_packed(const Problem& p, int64_t M, int64_t K, Blocking& b) {
   b.cols = block_size(g.out_size(), pieces_wanted(p));
   b.cblock = g.cin_g();
   b.slot_elems = g.cout_g() * g.cin_g();
+  // A 16-bit output stored by the GEMM's micro-kernel (one K block: the product is final there).
+  b.stores16 = p.avx512() && K > 0 && K <= gemm::kMaxPanelDepth;
   b.shared_elems = g.groups * gemm::packed_a_elems(M, K);
 }
 
 // out[n, g][:, cols] (M x cols) = A[g] (M x K) * src[n, g][:, cols] (K x cols), A[g] = w[g]
 // (forward: M = Cog, K = Cig, src = x) or w[g]^T (backward_data: M = Cig, K = Cog, src = dy),
-// src converted as its panels are packed.
+// src converted as its panels are packed; into Operands::out16 where set (Blocking::stores16),
+// narrowed by the micro-kernel as it stores the product.
 void packed_source_gemm(const Problem& p, const Blocking& b, const Operands<float>& o, bool data) {
   const ConvGeometry& g = p.g;
   const int64_t Cig = g.cin_g(), Cog = g.cout_g(), S = g.out_size();
@@ -86,9 +110,20 @@ void packed_source_gemm(const Problem& p, const Blocking& b, const Operands<floa
   for_tasks(g.N * g.groups * chunks, [&](int64_t t) {
     const int64_t chunk = t % chunks, ng = t / chunks, grp = ng % g.groups, n = ng / g.groups;
     const int64_t j0 = chunk * b.cols, j1 = std::min(S, j0 + b.cols);
-    const SourceRows rows(src.at((n * C_src + grp * K) * S + j0), S);
-    gemm::sgemm_packed(M, j1 - j0, K, o.shared + grp * apack, nullptr, nullptr, &rows, false,
-                       o.out + (n * C_dst + grp * M) * S + j0, S, pack_scratch(p, b, o));
+    const int64_t src_at = (n * C_src + grp * K) * S + j0, out_at = (n * C_dst + grp * M) * S + j0;
+    // src [K, cols]: read in place where the packing converts it (no row staged in between)
+    const bool mat = packs_in_place(b, src);
+    const gemm::Mat view = mat ? in_place_mat(src, src_at, S, 1) : gemm::Mat{};
+    const SourceRows rows(src.at(src_at), S);
+    const gemm::Mat* b_mat = mat ? &view : nullptr;
+    const gemm::BPanels* b_panels = mat ? nullptr : &rows;
+    if (o.out16) {
+      gemm::sgemm_packed_narrow(M, j1 - j0, K, o.shared + grp * apack, b_mat, b_panels,
+                                !o.out16_fp16, o.out16 + out_at, S, pack_scratch(p, b, o));
+    } else {
+      gemm::sgemm_packed(M, j1 - j0, K, o.shared + grp * apack, nullptr, b_mat, b_panels, false,
+                         o.out + out_at, S, pack_scratch(p, b, o));
+    }
   });
 }
 
@@ -266,27 +301,6 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<T>& o) {
                        .pack = pack_scratch(p, b, o)});
     }
   });
-}
-
-// An input the packed GEMM reads in place: fp32; fp32 under USE_FP16, which the kernels round to
-// fp16 as they pack it (gemm::Mat::fp16); fp16 or bf16, which the AVX-512 kernels widen as they
-// pack it (gemm::Mat::p16).
-bool packs_in_place(const Blocking& b, const Source& s) {
-  if (s.kind == SrcKind::kF32) return true;
-  if (b.pack_elems == 0) return false;
-  if (s.kind == SrcKind::kF32Fp16) return gemm::packs_fp16();
-  return (s.kind == SrcKind::kF16 || s.kind == SrcKind::kBF16) && gemm::packs_16bit();
-}
-
-// Element `at` of an input packs_in_place accepts, as a [rs, cs]-strided GEMM operand.
-gemm::Mat in_place_mat(const Source& s, int64_t at, int64_t rs, int64_t cs) {
-  const Source e = s.at(at);
-  if (s.kind == SrcKind::kF16 || s.kind == SrcKind::kBF16)
-    return gemm::Mat{.rs = rs,
-                     .cs = cs,
-                     .p16 = static_cast<const uint16_t*>(e.data),
-                     .bf16 = s.kind == SrcKind::kBF16};
-  return gemm::Mat{static_cast<const float*>(e.data), rs, cs, s.kind == SrcKind::kF32Fp16};
 }
 
 // Positions of dy summed into gradBias per step, just before the GEMM reads them: a block of

@@ -84,6 +84,11 @@ struct Blocking {
   // stored (in cache), where the engine would otherwise pass over the whole output once more
   // (add_channel_bias). The same float additions in the same order: the results are identical.
   bool adds_bias = false;
+  // forward / backward_data of a converting run_f32 (reads_sources): the run can also store its
+  // output as fp16 or bf16 into Operands::out16, rounded once as the engine's narrowing would, so
+  // a 16-bit output needs no fp32 buffer, no runs of a few samples and no narrowing pass over
+  // them (the engine passes out16 where the output is a dense fp16 / bf16 view).
+  bool stores16 = false;
 };
 
 // Scratch and operands of one run. Inputs are dense (contiguous) T buffers.
@@ -109,9 +114,11 @@ struct Operands {
   // Algorithms with reads_sources: the inputs as stored (dense, any of fp32/fp16/bf16, with the
   // cubeMathType rounding to apply), converted as they read them (x, w, y above are then null).
   Source xsrc, wsrc, ysrc;
-  // run_bf16 of an algorithm with writes_bf16: the output's dense bf16 view, written rounded to
-  // nearest even instead of `out` (then null).
+  // run_bf16 of an algorithm with writes_bf16, or run_f32 of a plan with Blocking::stores16: the
+  // output's dense 16-bit view, written rounded to nearest even instead of `out` (then null); its
+  // format: fp16 where out16_fp16, else bf16 (run_bf16: always bf16).
   uint16_t* out16 = nullptr;
+  bool out16_fp16 = false;
 };
 
 // An algorithm's answer in phase 1.

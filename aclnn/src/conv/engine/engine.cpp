@@ -216,12 +216,13 @@ class Execution {
   }
 
   // forward / backward_data in runs of p.chunk samples: in = x / dy, out = y / dx; or, where
-  // the plan has its bf16 kernel store the output (Plan::out16), one run into the dense bf16 view.
+  // the plan has its kernel store the output (Plan::out16), one run into the dense 16-bit view.
   void per_sample(Primitive prim, const std::optional<View5>& out_view, uint64_t off, int64_t C_out,
                   int64_t S_out, int64_t C_in, int64_t S_in) const {
     if (p_.out16[static_cast<int>(prim)]) {
       Operands<T> o = ops(prim, nullptr);
       o.out16 = reinterpret_cast<uint16_t*>(out_view->origin());
+      o.out16_fp16 = out_view->dtype == ACL_FLOAT16;
       run_primitive<T>(api_, p_, prim, o, ws_);
       return;
     }

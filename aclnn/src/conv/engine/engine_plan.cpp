@@ -81,14 +81,17 @@ uint64_t reserve_raw(Layout& layout, bool needed, const std::optional<View5>& v)
   return layout.add(static_cast<unsigned __int128>(v->numel()) * dtype_size(v->dtype));
 }
 
-// Whether the bf16 kernel of forward (prim 0) or backward_data (1) can store its output's bf16
-// view itself (Algorithm::writes_bf16): a dense view, and no bias to add to it.
+// Whether the run of forward (prim 0) or backward_data (1) can store its output's 16-bit view
+// itself: a bf16 kernel's bf16 view (Algorithm::writes_bf16), or a converting fp32 run's fp16 or
+// bf16 view (Blocking::stores16); a dense view, and no bias to add to it.
 bool stores16(const Plan& p, int prim) {
   const ConvJob& j = p.job;
   const std::optional<Choice>& c = p.choice[prim];
   const std::optional<View5>& out = prim == 0 ? j.out_y : j.out_x;
-  return !p.problem.fp64 && c && c->bf16 && c->algo->writes_bf16 && out && out->dtype == ACL_BF16 &&
-         out->contiguous() && !(j.bias && j.bias->numel() > 0);
+  if (p.problem.fp64 || !c || !out || !out->contiguous() || (j.bias && j.bias->numel() > 0))
+    return false;
+  if (c->bf16) return c->algo->writes_bf16 && out->dtype == ACL_BF16;
+  return c->b.stores16 && reads_raw(p, *c) && (out->dtype == ACL_BF16 || out->dtype == ACL_FLOAT16);
 }
 
 // Samples per run of a per-sample primitive whose output `v` is computed in the workspace: at most

@@ -21,10 +21,13 @@
 
 #include "conv/kernels/bf16_dot_avx512.h"
 #include "gemm/avx512_util.h"
-#include "conv/kernels/bf16_narrow_avx512.h"
+#include "gemm/bf16_narrow_avx512.h"
 #include "conv/kernels/cl/cl_store_avx512.h"
 
 namespace aclnn_cpu::conv {
+
+using gemm::bf16_bits_rne;
+
 namespace {
 
 // acc + the lanes' pair dot of w with the unit *p broadcast from memory: vdpbf16ps's {1to16}

@@ -18,12 +18,15 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "conv/kernels/bf16_narrow_avx512.h"
+#include "gemm/bf16_narrow_avx512.h"
 #include "conv/kernels/bias_sums_avx512.h"
 #include "conv/kernels/grid/direct_grid_forward_avx512.h"
 #include "gemm/avx512_util.h"
 
 namespace aclnn_cpu::conv {
+
+using gemm::bf16_bits_rne;
+
 namespace {
 
 constexpr int kOB = static_cast<int>(kDirectOcBlock);  // forward: output channels per tile

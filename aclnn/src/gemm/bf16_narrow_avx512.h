@@ -1,12 +1,13 @@
-// fp32 -> bf16 rounding in a register, shared by the narrowing pass (direct_narrow_avx512) and
-// the kernels that store bf16 outputs themselves (cl_direct_bf16_avx512.cpp): round to nearest
-// even on the bits, so denormals are kept (vcvtneps2bf16 would flush them) and a NaN stays a NaN
-// (its upper half with the quiet bit set). Include only inside an AVX-512 target region.
+// fp32 -> bf16 rounding in a register, shared by the narrowing pass (direct_narrow_avx512), the
+// GEMM storing a 16-bit product (sgemm_avx512.cpp) and the kernels that store bf16 outputs
+// themselves (cl_direct_bf16_avx512.cpp): round to nearest even on the bits, so denormals are kept
+// (vcvtneps2bf16 would flush them) and a NaN stays a NaN (its upper half with the quiet bit set).
+// Include only inside an AVX-512 target region.
 #pragma once
 
 #include <immintrin.h>
 
-namespace aclnn_cpu::conv {
+namespace aclnn_cpu::gemm {
 
 // The 16 lanes of v as bf16 bits, in the low 16 bits of each 32-bit lane:
 // (x + 0x7FFF + bit 16 of x) >> 16.
@@ -20,4 +21,4 @@ static inline __m512i bf16_bits_rne(__m512 v) {
                                _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40)));
 }
 
-}  // namespace aclnn_cpu::conv
+}  // namespace aclnn_cpu::gemm
