@@ -71,6 +71,25 @@ std::string PlanLine(const std::string& log, const std::string& primitive) {
   return lines.empty() ? "" : lines.front();
 }
 
+// c's backward with a dense gradInput and with a padded one (which goes through the fp32 buffer
+// and the narrowing pass), with the plan line of `primitive` (gradInput's) of each.
+struct DenseAndPadded {
+  acltest::BackwardValues dense, padded;
+  std::string dense_plan, padded_plan;
+};
+DenseAndPadded RunDenseAndPadded(ConvCase c, const std::string& primitive) {
+  acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
+  DenseAndPadded r;
+  ::testing::internal::CaptureStderr();
+  r.dense = acltest::RunConvBackward(c);
+  r.dense_plan = PlanLine(::testing::internal::GetCapturedStderr(), primitive);
+  c.layout = Layout::kPadded;
+  ::testing::internal::CaptureStderr();
+  r.padded = acltest::RunConvBackward(c);
+  r.padded_plan = PlanLine(::testing::internal::GetCapturedStderr(), primitive);
+  return r;
+}
+
 class Bf16Store : public ::testing::TestWithParam<StoreCase> {};
 
 TEST_P(Bf16Store, DenseStoreEqualsNarrowingPassAndReference) {
@@ -86,18 +105,9 @@ TEST_P(Bf16Store, DenseStoreEqualsNarrowingPassAndReference) {
 
   // gradInput is backward_data's result, or forward's for a transposed conv.
   const std::string primitive = c.geom.transposed ? "forward" : "backward_data";
-  std::string dense_plan, padded_plan;
-  acltest::BackwardValues dense, padded;
-  {
-    acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
-    ::testing::internal::CaptureStderr();
-    dense = acltest::RunConvBackward(c);
-    dense_plan = PlanLine(::testing::internal::GetCapturedStderr(), primitive);
-    c.layout = Layout::kPadded;
-    ::testing::internal::CaptureStderr();
-    padded = acltest::RunConvBackward(c);
-    padded_plan = PlanLine(::testing::internal::GetCapturedStderr(), primitive);
-  }
+  const DenseAndPadded runs = RunDenseAndPadded(c, primitive);
+  const acltest::BackwardValues &dense = runs.dense, &padded = runs.padded;
+  const std::string &dense_plan = runs.dense_plan, &padded_plan = runs.padded_plan;
   ASSERT_TRUE(dense.result.ok()) << dense.result.Describe();
   ASSERT_TRUE(padded.result.ok()) << padded.result.Describe();
   const std::string ran = "," + sc.algo + ",";
@@ -149,22 +159,16 @@ TEST(ConvertedStore, PointwiseDenseStoreEqualsNarrowingPassAndReference) {
       const std::string what = c.label + (dt == ACL_BF16 ? " bf16" : " fp16");
       EXPECT_TRUE(acltest::CheckConvBackward(c)) << what;
       const std::string primitive = c.geom.transposed ? "forward" : "backward_data";
-      std::string dense_plan;
-      acltest::BackwardValues dense, padded;
-      {
-        acltest::ScopedEnv verbose("ACLNN_CPU_VERBOSE", "1");
-        ::testing::internal::CaptureStderr();
-        dense = acltest::RunConvBackward(c);
-        dense_plan = PlanLine(::testing::internal::GetCapturedStderr(), primitive);
-        c.layout = Layout::kPadded;
-        padded = acltest::RunConvBackward(c);
-      }
+      const DenseAndPadded runs = RunDenseAndPadded(c, primitive);
+      const acltest::BackwardValues &dense = runs.dense, &padded = runs.padded;
+      const std::string& dense_plan = runs.dense_plan;
       ASSERT_TRUE(dense.result.ok()) << dense.result.Describe();
       ASSERT_TRUE(padded.result.ok()) << padded.result.Describe();
       EXPECT_NE(dense_plan.find(",pointwise_gemm,"), std::string::npos) << dense_plan;
       const bool stores = acltest::Avx512Runs() && c.label != "k300";
-      if (c.geom.input[0] == 8 || stores)
+      if (c.geom.input[0] == 8 || stores) {
         EXPECT_EQ(dense_plan.find(" chunk:0,") != std::string::npos, stores) << what << dense_plan;
+      }
       EXPECT_EQ(dense.grad_input, padded.grad_input) << what;
     }
   }

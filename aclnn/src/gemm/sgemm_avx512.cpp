@@ -77,34 +77,30 @@ struct F32Fp16 {
   }
   static float one(const float* p) { return _mm512_cvtss_f32(rnd(_mm512_set1_ps(*p))); }
 };
-struct F16 {
+// The 16-bit readers: W::widen turns 16 elements' bits into fp32 lanes.
+template <class W>
+struct Bits16 {
   using T = uint16_t;
-  static __m512 widen(__m256i h) { return _mm512_cvtph_ps(h); }
-  static __m512 v16(const uint16_t* p) { return widen(_mm256_loadu_si256((const __m256i*)p)); }
+  static __m512 v16(const uint16_t* p) { return W::widen(_mm256_loadu_si256((const __m256i*)p)); }
   static __m512 m16(__mmask16 m, const uint16_t* p) {
-    return widen(_mm256_maskz_loadu_epi16(m, p));
+    return W::widen(_mm256_maskz_loadu_epi16(m, p));
   }
   static __m256 v8(const uint16_t* p) {
     return _mm512_castps512_ps256(
-        widen(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)p))));
+        W::widen(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)p))));
   }
   static float one(const uint16_t* p) { return _mm512_cvtss_f32(m16(1, p)); }
 };
-struct Bf16 {
-  using T = uint16_t;
-  static __m512 widen(__m256i h) {  // bf16 bits are the top half of the fp32 ones
+struct WidenF16 {
+  static __m512 widen(__m256i h) { return _mm512_cvtph_ps(h); }
+};
+struct WidenBf16 {  // bf16 bits are the top half of the fp32 ones
+  static __m512 widen(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
-  static __m512 v16(const uint16_t* p) { return widen(_mm256_loadu_si256((const __m256i*)p)); }
-  static __m512 m16(__mmask16 m, const uint16_t* p) {
-    return widen(_mm256_maskz_loadu_epi16(m, p));
-  }
-  static __m256 v8(const uint16_t* p) {
-    return _mm512_castps512_ps256(
-        widen(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)p))));
-  }
-  static float one(const uint16_t* p) { return _mm512_cvtss_f32(m16(1, p)); }
 };
+using F16 = Bits16<WidenF16>;
+using Bf16 = Bits16<WidenBf16>;
 
 // Calls pack(E{}, base) with the reader E of operand m and its element 0 (`base`).
 template <class Pack>
