@@ -167,6 +167,13 @@ Fit plan_data(const Problem& p) {
   return f;
 }
 
+// Positions of dy summed into gradBias per step, just before the GEMM reads them: a block of
+// at most ~256 KB, which the GEMM then finds in L2 (one GEMM over a whole sample would find the
+// sample's first positions evicted by the time it reads them).
+int64_t bias_step(int64_t Cog) {
+  return std::max<int64_t>(256, round16((int64_t{256} << 10) / (4 * std::max<int64_t>(Cog, 1))));
+}
+
 Fit plan_weight(const Problem& p) {
   Fit f = applies(p);
   if (p.bf16) {
@@ -193,6 +200,8 @@ Fit plan_weight(const Problem& p) {
                             std::min<int64_t>(16, total), total);
     f.b.cols = std::min(total, round16(ceil_div(total, ceil_div(total, cols))));
     f.b.slot_elems = rows * f.b.cols;
+    // weight_in_place converts one summing step of a dy row into the slot for gradBias.
+    if (f.b.sums_bias) f.b.slot_elems = std::max(f.b.slot_elems, bias_step(p.g.cout_g()));
   }
   return f;
 }
@@ -301,13 +310,6 @@ void backward_data(const Problem& p, const Blocking& b, const Operands<T>& o) {
                        .pack = pack_scratch(p, b, o)});
     }
   });
-}
-
-// Positions of dy summed into gradBias per step, just before the GEMM reads them: a block of
-// at most ~256 KB, which the GEMM then finds in L2 (one GEMM over a whole sample would find the
-// sample's first positions evicted by the time it reads them).
-int64_t bias_step(int64_t Cog) {
-  return std::max<int64_t>(256, round16((int64_t{256} << 10) / (4 * std::max<int64_t>(Cog, 1))));
 }
 
 // backward_weight with both inputs read in place by the packed GEMM (fp32 rounded to fp16, fp16,
