@@ -153,9 +153,11 @@ class ClRowTester {
   bool out16_ = false;
 };
 
-// The widest tile each variant takes for kw taps (cl_direct.h: AVX2 holds (15 - kw) / 2).
+// The widest tile each variant takes for kw taps (cl_direct.h: AVX2 holds (15 - kw) / 2; the bf16
+// kernel has its own width, cl_direct_bf16.h).
 int64_t MaxRow(Isa isa, int64_t kw) {
-  return isa == Isa::kAvx2 ? (15 - kw) / 2 : conv::kClMaxRow;
+  if (isa == Isa::kAvx2) return (15 - kw) / 2;
+  return isa == Isa::kAvx512Bf16 ? conv::kClBf16MaxRow : conv::kClMaxRow;
 }
 
 class ClRow : public ::testing::TestWithParam<Isa> {
