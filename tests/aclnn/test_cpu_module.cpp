@@ -19,11 +19,12 @@ using cpu::Feature;
 using cpu::FeatureSet;
 using cpu::Tier;
 
-cpu::CpuReading Reading(FeatureSet f, cpu::Vendor v, bool amx_refused = false) {
+cpu::CpuReading Reading(FeatureSet f, cpu::Vendor v, bool amx_refused = false, int family = 0) {
   cpu::CpuReading r;
   r.features = f;
   r.vendor = v;
   r.amx_refused = amx_refused;
+  r.family = family;
   return r;
 }
 
@@ -57,6 +58,10 @@ bool Bf16Dot(const cpu::Capabilities& c) {
 
 bool Bf16Amx(const cpu::Capabilities& c) {
   return c.policy[static_cast<int>(cpu::Policy::kBf16Amx)];
+}
+
+bool BcastReg(const cpu::Capabilities& c) {
+  return c.policy[static_cast<int>(cpu::Policy::kBcastReg)];
 }
 
 TEST(CpuDecide, EachMachineKindGetsItsTier) {
@@ -163,6 +168,28 @@ TEST(CpuDecide, Bf16AmxPolicyFollowsTheTilesAndSwitch) {
   EXPECT_FALSE(Bf16Dot(cpu::decide(spr, {})));
 }
 
+// Register broadcasts wherever the AVX-512 row kernels run but on Zen 4 (AMD family 25); the
+// switch forces it, never on without AVX-512.
+TEST(CpuDecide, BcastRegPolicyFollowsTheCoreAndSwitch) {
+  const cpu::CpuReading zen4 = Reading(kZen4, cpu::Vendor::kAmd, false, 25);
+  const cpu::CpuReading zen5 = Reading(kZen4, cpu::Vendor::kAmd, false, 26);
+  const cpu::CpuReading emr = Reading(kSapphireNoAmx, cpu::Vendor::kIntel, false, 6);
+  EXPECT_FALSE(BcastReg(cpu::decide(zen4, {})));
+  EXPECT_TRUE(BcastReg(cpu::decide(zen5, {})));
+  EXPECT_TRUE(BcastReg(cpu::decide(emr, {})));
+  EXPECT_TRUE(BcastReg(cpu::decide(Reading(kSkylake, cpu::Vendor::kIntel, false, 6), {})));
+  cpu::Switches on, off;
+  on.bcast_reg = "1", off.bcast_reg = "0";
+  EXPECT_TRUE(BcastReg(cpu::decide(zen4, on)));
+  EXPECT_FALSE(BcastReg(cpu::decide(emr, off)));
+  EXPECT_NE(cpu::describe(cpu::decide(zen4, on)).find("bcast_reg:on(forced"), std::string::npos);
+  // Zen 3 (family 25 too) and a cap below avx512: no AVX-512 row kernel, whatever the switch.
+  EXPECT_FALSE(BcastReg(cpu::decide(Reading(kZen3, cpu::Vendor::kAmd, false, 25), on)));
+  on.max_isa = "avx2";
+  EXPECT_FALSE(BcastReg(cpu::decide(emr, on)));
+  EXPECT_NE(cpu::describe(cpu::decide(emr, on)).find("bcast_reg:off(no avx512"), std::string::npos);
+}
+
 TEST(CpuNames, RoundTrip) {
   for (int i = 0; i < cpu::kFeatureCount; ++i) {
     Feature f = Feature::kAvx2;
@@ -229,6 +256,7 @@ TEST(CpuIntrospection, PublicCallsMatchTheModule) {
   }
   EXPECT_EQ(aclnnCpuPolicy("bf16_dot"), Bf16Dot(c) ? 1 : 0);
   EXPECT_EQ(aclnnCpuPolicy("bf16_amx"), Bf16Amx(c) ? 1 : 0);
+  EXPECT_EQ(aclnnCpuPolicy("bcast_reg"), BcastReg(c) ? 1 : 0);
   EXPECT_EQ(aclnnCpuIsaRuns("avx1024"), -1);
   EXPECT_EQ(aclnnCpuIsaRuns(nullptr), -1);
   EXPECT_EQ(aclnnCpuHasFeature("sse9"), -1);

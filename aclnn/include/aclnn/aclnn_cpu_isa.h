@@ -9,6 +9,7 @@
  *   ACLNN_CPU_NO_AVX512=1                               the same as ACLNN_CPU_MAX_ISA=avx2
  *   ACLNN_CPU_BF16_DOT=0|1                              forces the "bf16_dot" policy
  *   ACLNN_CPU_BF16_AMX=0|1                              forces the "bf16_amx" policy
+ *   ACLNN_CPU_BCAST_REG=0|1                             forces the "bcast_reg" policy
  *
  * Tiers, each including the ones before: "none" (portable C++ and OpenBLAS), "avx2" (AVX2 + FMA +
  * F16C), "avx512" (+ AVX-512 F/BW/VL/DQ), "avx512_bf16" (+ AVX512_BF16), "amx" (+ AMX tiles and
@@ -16,7 +17,9 @@
  * "avx512vl", "avx512dq", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16". Policies:
  * "bf16_dot" (bf16 inputs read by the AVX512_BF16 dot kernels rather than converted to fp32; on
  * for AMD by default), "bf16_amx" (bf16 inputs of the matrix-product convolutions multiplied on
- * the AMX tiles; on wherever AMX is usable, and taken before the dot kernels). */
+ * the AMX tiles; on wherever AMX is usable, and taken before the dot kernels), "bcast_reg" (the
+ * fp32 AVX-512 row kernels broadcast each source column into a register once rather than in every
+ * multiply-add; on but for AMD Zen 4). */
 #ifndef ACLNN_ACLNN_CPU_ISA_H_
 #define ACLNN_ACLNN_CPU_ISA_H_
 

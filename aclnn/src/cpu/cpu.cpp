@@ -7,7 +7,7 @@ namespace aclnn_cpu::cpu {
 namespace {
 
 constexpr const char* kTierNames[kTierCount] = {"none", "avx2", "avx512", "avx512_bf16", "amx"};
-constexpr const char* kPolicyNames[kPolicyCount] = {"bf16_dot", "bf16_amx"};
+constexpr const char* kPolicyNames[kPolicyCount] = {"bf16_dot", "bf16_amx", "bcast_reg"};
 
 // The features a cap lets through: its tier's, plus AVX512_FP16 from avx512_bf16 on (the two
 // came together on Intel; no tier requires AVX512_FP16, since Zen 4/5 lack it).
@@ -83,6 +83,27 @@ void decide_bf16_amx(Capabilities& c, const char* env) {
   c.policy_reason[i] = "AMX tiles usable: 16x the bf16 products of an AVX-512 FMA";
 }
 
+// Register broadcasts wherever the AVX-512 row kernels run, but on Zen 4 (AMD family 25: Zen 3,
+// the same family, has no AVX-512), whose half-width FMAs leave the load ports idle enough that
+// the folded form's fewer instructions win.
+void decide_bcast_reg(Capabilities& c, const char* env) {
+  const int i = static_cast<int>(Policy::kBcastReg);
+  if (!c.usable.contains(kAvx512Features)) {
+    c.policy[i] = false;
+    c.policy_reason[i] = "no avx512 within the cap";
+    return;
+  }
+  if (env && (env[0] == '0' || env[0] == '1') && env[1] == '\0') {
+    c.policy[i] = env[0] == '1';
+    c.policy_reason[i] = std::string("forced by ACLNN_CPU_BCAST_REG=") + env;
+    return;
+  }
+  const bool zen4 = c.cpu.vendor == Vendor::kAmd && c.cpu.family == 25;
+  c.policy[i] = !zen4;
+  c.policy_reason[i] = zen4 ? "Zen 4: half-width FMAs, broadcasts folded into them"
+                            : "full-width FMAs: a column broadcast once for all its taps";
+}
+
 }  // namespace
 
 std::string describe(const Capabilities& c) {
@@ -146,13 +167,15 @@ Capabilities decide(const CpuReading& cpu, const Switches& sw) {
   apply_cap(c, sw.max_isa, sw.no_avx512);
   decide_bf16_dot(c, sw.bf16_dot);
   decide_bf16_amx(c, sw.bf16_amx);
+  decide_bcast_reg(c, sw.bcast_reg);
   return c;
 }
 
 const Capabilities& capabilities() {
   static const Capabilities c = decide(
       read_cpu(), Switches{std::getenv("ACLNN_CPU_MAX_ISA"), std::getenv("ACLNN_CPU_NO_AVX512"),
-                           std::getenv("ACLNN_CPU_BF16_DOT"), std::getenv("ACLNN_CPU_BF16_AMX")});
+                           std::getenv("ACLNN_CPU_BF16_DOT"), std::getenv("ACLNN_CPU_BF16_AMX"),
+                           std::getenv("ACLNN_CPU_BCAST_REG")});
   return c;
 }
 

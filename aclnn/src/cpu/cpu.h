@@ -13,6 +13,8 @@
 //                                                       (on only where avx512_bf16 is usable)
 //   ACLNN_CPU_BF16_AMX=0|1                              forces the bf16_amx policy off or on
 //                                                       (on only where AMX is usable)
+//   ACLNN_CPU_BCAST_REG=0|1                             forces the bcast_reg policy off or on
+//                                                       (on only where AVX-512 is usable)
 #pragma once
 
 #include <string>
@@ -53,6 +55,13 @@ enum class Policy : int {
   // tile product a cycle, 16x an AVX-512 FMA core) where AMX is usable; first in the bf16 order
   // AMX, dot kernels, conversion.
   kBf16Amx,
+  // The fp32 channel-lane row kernels (cl_direct, AVX-512) broadcast each source column into a
+  // register once and issue all its taps' FMAs from it, rather than folding the broadcast into
+  // every FMA's memory operand. On where AVX-512 FMAs issue at full width (Intel: cl_direct's
+  // passes 1.01-1.61x), off on AMD family 25 (Zen 4 issues a 512-bit FMA as two halves, and the
+  // folded form measured 2.5% faster there; measured: bench/RESULTS.md, design
+  // cl_direct_avx512.fold-broadcast).
+  kBcastReg,
   kCount
 };
 inline constexpr int kPolicyCount = static_cast<int>(Policy::kCount);
@@ -78,6 +87,7 @@ struct Switches {
   const char* no_avx512 = nullptr;  // ACLNN_CPU_NO_AVX512
   const char* bf16_dot = nullptr;   // ACLNN_CPU_BF16_DOT
   const char* bf16_amx = nullptr;   // ACLNN_CPU_BF16_AMX
+  const char* bcast_reg = nullptr;  // ACLNN_CPU_BCAST_REG
 };
 // The decision itself, a pure function of a reading and the switches (tests feed it the readings
 // of every machine kind: capabilities() is decide(read_cpu(), <the environment>)).

@@ -1,6 +1,6 @@
 // The channel-lane row kernels (conv/kernels/cl/cl_direct.h, cl_direct_bf16.h) called directly,
-// every variant this process may run (fp32 AVX-512, fp32 AVX2 + FMA, bf16 channel pairs on
-// AVX512_BF16), against the headers' contract in float64:
+// every variant this process may run (fp32 AVX-512 with its broadcasts folded and in registers,
+// fp32 AVX2 + FMA, bf16 channel pairs on AVX512_BF16), against the headers' contract in float64:
 //
 //   out[o * ld_out + u * os] = sum_{tap rows t, channels c, k < kw} W(t, c, k)[o] *
 //                              src[c * ldc + soff[t] + col(u, k)]        o < nch, u < ur
@@ -58,10 +58,20 @@ class ClRowTester {
     std::vector<float> w(static_cast<size_t>(rows_ * C_ * kw_ * 16));
     for (float& v : w) v = bf16 ? FromBf16(rng.Bf16()) : rng.Value();
 
+    // The AVX-512 kernel in both broadcast forms (the bcast_reg policy picks one per CPU).
+    for (const bool reg : {false, true}) {
+      if (reg && isa != Isa::kAvx512) break;
+      Check(isa, reg, src, ldc, soff, w);
+    }
+  }
+
+ private:
+  void Check(Isa isa, bool reg, const std::vector<float>& src, int64_t ldc,
+             const std::vector<int64_t>& soff, const std::vector<float>& w) const {
     const int64_t ld_out = ur_ * os_ + 3;
     Buffer<float> out(17 * ld_out, Poison());
     Buffer<uint16_t> out16(17 * ld_out, 0x7fc1);
-    Run(isa, src, ldc, soff, w, out, out16, ld_out);
+    Run(isa, reg, src, ldc, soff, w, out, out16, ld_out);
 
     Mismatches bad;
     for (int64_t o = 0; o < 17; ++o)
@@ -86,16 +96,15 @@ class ClRowTester {
         // The bf16 store rounds the same accumulators to nearest even.
         if (out16_) bad.Equal(out16[o * ld_out + i], ToBf16(got), at + " of out16");
       }
-    KERNEL_TEST_EXPECT_NONE(bad, Describe(isa));
+    KERNEL_TEST_EXPECT_NONE(bad, Describe(isa) + (reg ? " bcast_reg" : ""));
   }
 
- private:
   // Packs the operands as the kernel reads them and runs it: the weights of (tap row t, channel
   // c, or pair c2) at woff[t] + c * wc, [slot][16] (bf16: pairs of channels as units, and the
   // source's channel pairs interleaved, an odd C's last high half zero).
-  void Run(Isa isa, const std::vector<float>& src, int64_t ldc, const std::vector<int64_t>& soff,
-           const std::vector<float>& w, Buffer<float>& out, Buffer<uint16_t>& out16,
-           int64_t ld_out) const {
+  void Run(Isa isa, bool reg, const std::vector<float>& src, int64_t ldc,
+           const std::vector<int64_t>& soff, const std::vector<float>& w, Buffer<float>& out,
+           Buffer<uint16_t>& out16, int64_t ld_out) const {
     const int64_t C2 = (C_ + 1) / 2, wc = 16 * kw_ + 16;
     auto weight = [&](int64_t t, int64_t c, int64_t k, int64_t o) {
       return c < C_ ? w[((t * C_ + c) * kw_ + k) * 16 + o] : 0.0f;
@@ -110,8 +119,9 @@ class ClRowTester {
           for (int64_t k = 0; k < kw_; ++k)
             for (int64_t o = 0; o < 16; ++o)
               wf[woff[t] + c * wc + 16 * Slot(k) + o] = weight(t, c, k, o);
-      const conv::ClRow r{sf.data(), soff.data(), woff.data(), rows_,  C_,  ldc,
-                          wf.data(), wc,          col0_,       width_, cs_, residues_};
+      conv::ClRow r{sf.data(), soff.data(), woff.data(), rows_,  C_,  ldc,
+                    wf.data(), wc,          col0_,       width_, cs_, residues_};
+      r.bcast_reg = reg;
       (isa == Isa::kAvx512 ? conv::cl_direct_row_avx512 : conv::cl_direct_row_avx2)(
           ur_, kw_, r, out.data(), ld_out, nch_, os_);
       return;

@@ -73,6 +73,7 @@ void run_rows(const ClPass& ps, const PassRows& a) {
   const int64_t S_dst = ps.dst_size(), B = blocks16(ps.m), nW = W.taps();
   const int64_t e0 = nW > 0 ? W.e(W.row_tap(0)) : 0, d = W.split(), si = W.s_in();
   ClRow r{src, soff, woff, 0, ps.C, ldc, nullptr, nW * 16, 0, W.src, W.cs(), W.residues()};
+  r.bcast_reg = cpu::policy(cpu::Policy::kBcastReg);
   const ClRowKernel kernel = cl_row_kernel(nW);
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t ud = row / H.out, uh = row % H.out;
@@ -154,7 +155,9 @@ Fit plan(const Problem& p, bool data) {
   } else {
     f.applies = true;
     f.preferred = true;
-    f.reason = "16-channel row tiles";
+    f.reason = p.avx512() && cpu::policy(cpu::Policy::kBcastReg)
+                   ? "16-channel row tiles, columns broadcast in registers (bcast_reg)"
+                   : "16-channel row tiles";
     const ClPass first = pass(p, data, 0);  // the largest
     for (int64_t i = 0; i < passes(p, data); ++i)
       f.b.shared_elems += packed_elems(pass(p, data, i), g.groups);

@@ -19,8 +19,8 @@
 // output row at no cost. Along the row, source column p (p < UR + KW - 1) feeds the outputs u = p -
 // k: per (tap row, c) the kernel loads the KW weight vectors W[o0..][c][kd, kh, k] and issues, for
 // every source column inside the input row, its (up to KW) FMAs with the element broadcast from
-// memory; columns in the padding are skipped, so the left and right edges cost nothing either. UR +
-// KW <= 23 zmm.
+// memory, or from a register it is broadcast into once (bcast_reg); columns in the padding are
+// skipped, so the left and right edges cost nothing either. UR + KW + 1 <= 24 zmm.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +45,9 @@ struct ClRow {
   int64_t width;  // input columns per row: columns outside [0, width) are padding
   int64_t cs;     // input columns between row taps and between outputs: 1, or 2 (dilation 2)
   int64_t residues = 1;  // 1, or 2 = cs: stride 2 with dilation 1, the taps split by residue
+  // AVX-512: each source column broadcast into a register once for all its taps (the bcast_reg
+  // policy, cpu.h), rather than folded into every FMA as its memory operand.
+  bool bcast_reg = false;
 };
 
 // out[o * ld_out + u * os] = the tile's output channel o at position u (reading input columns
