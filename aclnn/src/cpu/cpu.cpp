@@ -43,6 +43,16 @@ void apply_cap(Capabilities& c, const char* max, const char* no512) {
   c.uncapped = widest_tier(c.cpu.features);
 }
 
+// Applies a policy's switch (NAME=0|1, value env): true when it forces the policy, false when
+// unset or malformed (the default then stands).
+bool forced(Capabilities& c, Policy p, const char* name, const char* env) {
+  if (!env || (env[0] != '0' && env[0] != '1') || env[1] != '\0') return false;
+  const int i = static_cast<int>(p);
+  c.policy[i] = env[0] == '1';
+  c.policy_reason[i] = std::string("forced by ") + name + "=" + env;
+  return true;
+}
+
 void decide_bf16_dot(Capabilities& c, const char* env) {
   const int i = static_cast<int>(Policy::kBf16Dot);
   if (!c.usable.contains(kAvx512Bf16Features)) {
@@ -50,11 +60,7 @@ void decide_bf16_dot(Capabilities& c, const char* env) {
     c.policy_reason[i] = "no avx512_bf16 within the cap";
     return;
   }
-  if (env && (env[0] == '0' || env[0] == '1') && env[1] == '\0') {
-    c.policy[i] = env[0] == '1';
-    c.policy_reason[i] = std::string("forced by ACLNN_CPU_BF16_DOT=") + env;
-    return;
-  }
+  if (forced(c, Policy::kBf16Dot, "ACLNN_CPU_BF16_DOT", env)) return;
   // AMD Zen 4/5 issue vdpbf16ps (two bf16 products a lane) at the rate of an fp32 FMA, so the dot
   // kernels read half the bytes at the same arithmetic rate. Intel (Sapphire/Emerald Rapids)
   // issues it at half the FMA rate, and converting bf16 to fp32 while packing and running the
@@ -74,18 +80,14 @@ void decide_bf16_amx(Capabilities& c, const char* env) {
                                            : "no amx_bf16 within the cap";
     return;
   }
-  if (env && (env[0] == '0' || env[0] == '1') && env[1] == '\0') {
-    c.policy[i] = env[0] == '1';
-    c.policy_reason[i] = std::string("forced by ACLNN_CPU_BF16_AMX=") + env;
-    return;
-  }
+  if (forced(c, Policy::kBf16Amx, "ACLNN_CPU_BF16_AMX", env)) return;
   c.policy[i] = true;
   c.policy_reason[i] = "AMX tiles usable: 16x the bf16 products of an AVX-512 FMA";
 }
 
-// Register broadcasts wherever the AVX-512 row kernels run, but on Zen 4 (AMD family 25: Zen 3,
-// the same family, has no AVX-512), whose half-width FMAs leave the load ports idle enough that
-// the folded form's fewer instructions win.
+// Register broadcasts wherever the AVX-512 row kernels run except on Zen 4 (AMD family 25; Zen 3,
+// the same family, has no AVX-512). Its FMAs issue as two halves, so the load ports keep up with
+// a broadcast folded into each FMA, and the folded form's fewer instructions win there.
 void decide_bcast_reg(Capabilities& c, const char* env) {
   const int i = static_cast<int>(Policy::kBcastReg);
   if (!c.usable.contains(kAvx512Features)) {
@@ -93,11 +95,7 @@ void decide_bcast_reg(Capabilities& c, const char* env) {
     c.policy_reason[i] = "no avx512 within the cap";
     return;
   }
-  if (env && (env[0] == '0' || env[0] == '1') && env[1] == '\0') {
-    c.policy[i] = env[0] == '1';
-    c.policy_reason[i] = std::string("forced by ACLNN_CPU_BCAST_REG=") + env;
-    return;
-  }
+  if (forced(c, Policy::kBcastReg, "ACLNN_CPU_BCAST_REG", env)) return;
   const bool zen4 = c.cpu.vendor == Vendor::kAmd && c.cpu.family == 25;
   c.policy[i] = !zen4;
   c.policy_reason[i] = zen4 ? "Zen 4: half-width FMAs, broadcasts folded into them"
