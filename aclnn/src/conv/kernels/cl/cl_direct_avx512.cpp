@@ -143,8 +143,8 @@ constexpr RowTile kRowTiles[kClMaxRow + 1] = {
     row_tile<16, K, CS, R, kReg>,
 };
 
-// The tile of K taps: where every column feeds one FMA (one tap per residue), the two broadcast
-// forms are the same instructions, and only the folded one is compiled.
+// The tile of K taps: where every column feeds one FMA (one tap per residue), a register saves no
+// load, and only the folded form is compiled.
 template <int K, int CS, int R>
 RowTile tile_of(int64_t ur, bool reg) {
   if constexpr (residue_taps(K, R, 0) > 1) {
