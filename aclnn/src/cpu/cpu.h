@@ -58,9 +58,9 @@ enum class Policy : int {
   // The fp32 channel-lane row kernels (cl_direct, AVX-512) broadcast each source column into a
   // register once and issue all its taps' FMAs from it, rather than folding the broadcast into
   // every FMA's memory operand. On where AVX-512 FMAs issue at full width (Intel: cl_direct's
-  // passes 1.01-1.61x), off on AMD family 25 (Zen 4 issues a 512-bit FMA as two halves, and the
-  // folded form measured 2.5% faster there; measured: bench/RESULTS.md, design
-  // cl_direct_avx512.fold-broadcast).
+  // passes 0.98-1.6x as fast, the data gradients of 3x3 kernels 1.1-1.5x), off on AMD family 25
+  // (Zen 4 issues a 512-bit FMA as two halves, and the folded form measured 2.5% faster there;
+  // measured: bench/RESULTS.md, design cl_direct_avx512.fold-broadcast).
   kBcastReg,
   kCount
 };
